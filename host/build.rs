@@ -1,0 +1,21 @@
+//! Builds the built-in tool components in `plugins/` for wasm32-wasip2 and writes
+//! `builtin.rs`, which embeds them in the `cheng` binary.
+
+use std::fmt::Write as _;
+
+fn main() {
+    let guests = cheng_guest_build::GuestBuild::new("../plugins")
+        .watch("../sdk/src")
+        .watch("../sdk/Cargo.toml")
+        .watch("../sdk/path-rules/src")
+        .watch("../wit")
+        .build();
+    let mut src = String::from("/// The built-in components: (family name, component bytes).\npub static BUILTINS: &[(&str, &[u8])] = &[\n");
+    for g in &guests {
+        let family = g.package.strip_prefix("cheng-plugin-").unwrap_or(&g.package);
+        writeln!(src, "    ({family:?}, include_bytes!({:?})),", g.wasm.display().to_string()).unwrap();
+    }
+    src.push_str("];\n");
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("builtin.rs");
+    std::fs::write(out, src).unwrap();
+}

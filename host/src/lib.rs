@@ -1,0 +1,506 @@
+//! Cheng: a WebAssembly-component tool host for AI agents.
+//!
+//! Every tool is a WASI component. A [`Host`] loads the built-in components (and, later,
+//! vetted third-party ones), and runs each call in a fresh sandbox that holds only what
+//! the tool's grant allows: the workspace preopened read-only or read-write, or nothing.
+//! Policy (roles and the tools they grant), approvals and limits are the host's.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use cheng_host::{Context, HostBuilder, Status};
+//!
+//! # async fn demo() -> Result<(), cheng_host::HostError> {
+//! let host = HostBuilder::new().build().await?;
+//! let cx = Context::new("/path/to/project").role("recon");
+//! let result = host.call(&cx, "read_file", serde_json::json!({"path": "README.md"})).await;
+//! assert_eq!(result.status, Status::Ok);
+//! println!("{}", result.output["content"]);
+//! # Ok(()) }
+//! ```
+//!
+//! # Map
+//!
+//! - [`runtime`]: engine, component cache, per-call stores and limits, WIT bindings.
+//! - [`registry`]: tools by name.
+//! - [`policy`]: `cheng.toml`, roles and grants.
+//! - [`approvals`]: the [`approvals::Approver`] trait.
+//! - [`records`]: call records.
+//! - [`runstate`]: per-run data for components.
+#![deny(missing_docs)]
+
+pub mod approvals;
+pub mod builtin;
+mod error;
+pub mod policy;
+pub mod records;
+pub mod registry;
+pub mod runstate;
+pub mod runtime;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+use wasmtime::component::Linker;
+
+pub use error::{ErrorKind, HostError};
+pub use records::{CallRecord, Status};
+pub use runtime::component::{FsAccess, Needs, ToolSpec};
+
+use approvals::{Approver, RefuseAll};
+use policy::{Config, Policy};
+use registry::Registry;
+use runstate::RunStateStore;
+use runtime::cache::ComponentCache;
+use runtime::call::{CallSpec, GuestOutcome};
+use runtime::component::{LoadedComponent, Source};
+use runtime::engine::EngineHandle;
+use runtime::store::{CallInfo, StoreState};
+
+/// Who is calling, in which workspace, for which run.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// The workspace root for this call.
+    pub workspace: PathBuf,
+    /// The caller's role.
+    pub role: String,
+    /// The run this call belongs to.
+    pub run: String,
+    /// Cancel the call by cancelling this token (or by dropping the call's future).
+    pub cancel: CancellationToken,
+}
+
+impl Context {
+    /// A context for `workspace`, role `developer`, a fresh run id.
+    pub fn new(workspace: impl Into<PathBuf>) -> Self {
+        Context {
+            workspace: workspace.into(),
+            role: policy::DEFAULT_ROLE.to_string(),
+            run: new_id(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    /// Set the role.
+    pub fn role(mut self, role: impl Into<String>) -> Self {
+        self.role = role.into();
+        self
+    }
+
+    /// Set the run id.
+    pub fn run(mut self, run: impl Into<String>) -> Self {
+        self.run = run.into();
+        self
+    }
+
+    /// Use `token` for cancellation.
+    pub fn cancel_with(mut self, token: CancellationToken) -> Self {
+        self.cancel = token;
+        self
+    }
+}
+
+/// A fresh random id.
+pub fn new_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// The result of one call.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolResult {
+    /// The call's id (as in its record).
+    pub call_id: String,
+    /// `ok`, `error` or `denied`.
+    pub status: Status,
+    /// The tool's output; for failures, the envelope `{success, summary, error_kind,
+    /// terminal, error}`.
+    pub output: serde_json::Value,
+    /// The failure kind, if any.
+    pub error_kind: Option<ErrorKind>,
+    /// Whether the failure must not be retried.
+    pub terminal: bool,
+    /// How long the call took.
+    #[serde(serialize_with = "ser_duration_ms")]
+    pub duration: Duration,
+}
+
+fn ser_duration_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64() * 1000.0)
+}
+
+impl ToolResult {
+    fn failure(call_id: String, status: Status, kind: ErrorKind, message: String, terminal: bool, started: Instant) -> Self {
+        let output = serde_json::json!({
+            "success": false,
+            "summary": message,
+            "error_kind": kind.code(),
+            "terminal": terminal,
+            "error": message,
+        });
+        ToolResult {
+            call_id,
+            status,
+            output,
+            error_kind: Some(kind),
+            terminal,
+            duration: started.elapsed(),
+        }
+    }
+}
+
+/// A tool as listed for callers.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolInfo {
+    /// The name a model calls.
+    pub name: String,
+    /// The name inside its component.
+    pub component_tool: String,
+    /// The component serving it.
+    pub component: String,
+    /// The description.
+    pub description: String,
+    /// Input JSON Schema.
+    pub input_schema: serde_json::Value,
+    /// Output JSON Schema.
+    pub output_schema: serde_json::Value,
+    /// Declared needs.
+    pub needs: Needs,
+}
+
+/// Builds a [`Host`].
+///
+/// Defaults, every one of which denies: the built-in roles with `developer` as default,
+/// an approver that refuses everything, no cache directory (components compile on
+/// every start), no state directory (per-run data lives in memory only).
+pub struct HostBuilder {
+    config: Config,
+    approver: Arc<dyn Approver>,
+    cache_dir: Option<PathBuf>,
+    state_dir: Option<PathBuf>,
+    on_compile: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+impl Default for HostBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl HostBuilder {
+    /// A builder with the defaults above.
+    pub fn new() -> Self {
+        HostBuilder {
+            config: Config::default(),
+            approver: Arc::new(RefuseAll),
+            cache_dir: None,
+            state_dir: None,
+            on_compile: Arc::new(|_| {}),
+        }
+    }
+
+    /// Use this configuration (roles, limits, approvals, tool settings).
+    pub fn config(&mut self, config: Config) -> &mut Self {
+        self.config = config;
+        self
+    }
+
+    /// Who answers approval requests.
+    pub fn approver(&mut self, approver: Arc<dyn Approver>) -> &mut Self {
+        self.approver = approver;
+        self
+    }
+
+    /// Where precompiled components are cached (shared safely between hosts).
+    pub fn cache_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// Where per-run data is kept; also the cache directory (`<dir>/cache`) unless one
+    /// was set.
+    pub fn state_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        self.state_dir = Some(dir.into());
+        self
+    }
+
+    /// Called with a component's name just before it is compiled (not when it comes
+    /// from the cache): for a progress notice.
+    pub fn on_compile(&mut self, f: impl Fn(&str) + Send + Sync + 'static) -> &mut Self {
+        self.on_compile = Arc::new(f);
+        self
+    }
+
+    /// Start the engine and load the built-in components.
+    pub async fn build(&mut self) -> Result<Host, HostError> {
+        let policy = self.config.policy()?;
+        let engine = EngineHandle::new()?;
+        let mut linker = Linker::<StoreState>::new(engine.engine());
+        runtime::bindings::add_to_linker(&mut linker)
+            .map_err(|e| HostError::Engine(format!("cannot link the host interfaces: {e:#}")))?;
+        let cache_dir = self.cache_dir.clone().or_else(|| self.state_dir.as_ref().map(|d| d.join("cache")));
+        let cache = ComponentCache::new(cache_dir);
+        let mut registry = Registry::default();
+        for (family, bytes) in builtin::BUILTINS {
+            let c = LoadedComponent::load(
+                family,
+                Source::Static(bytes),
+                engine.engine(),
+                &linker,
+                &cache,
+                self.on_compile.as_ref(),
+            )
+            .await?;
+            registry.add(Arc::new(c), "")?;
+        }
+        let run_state = RunStateStore::new(self.state_dir.as_ref().map(|d| d.join("runs")));
+        Ok(Host {
+            inner: Arc::new(Inner {
+                engine,
+                linker,
+                cache,
+                registry,
+                policy,
+                config: self.config.clone(),
+                approver: self.approver.clone(),
+                run_state,
+                on_compile: self.on_compile.clone(),
+            }),
+        })
+    }
+}
+
+/// The tool host. Cheap to clone; serves many workspaces and concurrent calls.
+#[derive(Clone)]
+pub struct Host {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    engine: EngineHandle,
+    linker: Linker<StoreState>,
+    cache: ComponentCache,
+    registry: Registry,
+    policy: Policy,
+    config: Config,
+    approver: Arc<dyn Approver>,
+    run_state: RunStateStore,
+    on_compile: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+/// Is `run` usable as a run id (it names a directory in the state dir)?
+fn valid_run_id(run: &str) -> bool {
+    !run.is_empty()
+        && run.len() <= 128
+        && !run.starts_with('.')
+        && run.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+impl Host {
+    /// The policy in force.
+    pub fn policy(&self) -> &Policy {
+        &self.inner.policy
+    }
+
+    /// Every registered tool.
+    pub fn tools(&self) -> Vec<ToolInfo> {
+        self.inner
+            .registry
+            .iter()
+            .map(|e| {
+                let s = e.spec();
+                ToolInfo {
+                    name: e.name.clone(),
+                    component_tool: s.name.clone(),
+                    component: e.component.name.clone(),
+                    description: s.description.clone(),
+                    input_schema: s.input_schema.clone(),
+                    output_schema: s.output_schema.clone(),
+                    needs: s.needs.clone(),
+                }
+            })
+            .collect()
+    }
+
+    /// Call `tool` with `input` (a JSON object) under `cx`.
+    ///
+    /// Never panics and never returns a Rust error: every outcome, including an unknown
+    /// tool, a refused grant, bad arguments, a crashed or timed-out component and
+    /// cancellation, is a [`ToolResult`].
+    pub async fn call(&self, cx: &Context, tool: &str, input: serde_json::Value) -> ToolResult {
+        self.call_recorded(cx, tool, input).await.0
+    }
+
+    /// Like [`Host::call`], also returning the call's record.
+    pub async fn call_recorded(
+        &self,
+        cx: &Context,
+        tool: &str,
+        input: serde_json::Value,
+    ) -> (ToolResult, CallRecord) {
+        let started = Instant::now();
+        let started_at_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+        let call_id = new_id();
+        let result = tokio::select! {
+            r = self.call_inner(cx, tool, &input, &call_id, started) => r,
+            _ = cx.cancel.cancelled() => ToolResult::failure(
+                call_id.clone(),
+                Status::Error,
+                ErrorKind::Cancelled,
+                format!("The call to \"{tool}\" was cancelled."),
+                false,
+                started,
+            ),
+        };
+        let record = CallRecord {
+            id: call_id,
+            run: cx.run.clone(),
+            role: cx.role.clone(),
+            tool: tool.to_string(),
+            arguments: input,
+            status: result.status,
+            preview: records::preview(&result.output),
+            duration_ms: result.duration.as_secs_f64() * 1000.0,
+            result: result.output.clone(),
+            error_kind: result.error_kind.map(ErrorKind::code),
+            started_at_ms,
+        };
+        (result, record)
+    }
+
+    async fn call_inner(
+        &self,
+        cx: &Context,
+        tool: &str,
+        input: &serde_json::Value,
+        call_id: &str,
+        started: Instant,
+    ) -> ToolResult {
+        let inner = &*self.inner;
+        let fail = |status, kind, message: String| {
+            let terminal = ErrorKind::default_terminal(kind);
+            ToolResult::failure(call_id.to_string(), status, kind, message, terminal, started)
+        };
+        // 1. The registry: does the tool exist at all?
+        let Some(entry) = inner.registry.get(tool) else {
+            return fail(Status::Error, ErrorKind::InvalidArgument, format!("unknown tool \"{tool}\""));
+        };
+        // 2. The grant: does the caller's role hold it?
+        if !inner.policy.has_role(&cx.role) {
+            let roles: Vec<_> = inner.policy.role_names().collect();
+            return fail(
+                Status::Denied,
+                ErrorKind::NotGranted,
+                format!("refused: role \"{}\" is not defined; roles: {}", cx.role, roles.join(", ")),
+            );
+        }
+        if !inner.policy.grants(&cx.role, tool) {
+            let held: Vec<&str> = inner
+                .policy
+                .tools_of(&cx.role)
+                .into_iter()
+                .filter(|t| inner.registry.get(t).is_some())
+                .collect();
+            tracing::info!(target: "cheng::denials", tool, role = %cx.role, run = %cx.run, "tool not granted to role");
+            return fail(
+                Status::Denied,
+                ErrorKind::NotGranted,
+                format!(
+                    "refused: tool \"{tool}\" is not granted to role \"{}\"; granted: {}. Continue without it.",
+                    cx.role,
+                    held.join(", ")
+                ),
+            );
+        }
+        if !valid_run_id(&cx.run) {
+            return fail(
+                Status::Error,
+                ErrorKind::InvalidArgument,
+                format!("invalid run id \"{}\": use letters, digits, '-', '_' or '.' (at most 128)", cx.run),
+            );
+        }
+        // 3. The input: a JSON object matching the tool's schema.
+        if !input.is_object() {
+            return fail(
+                Status::Error,
+                ErrorKind::InvalidArgument,
+                format!("bad arguments for \"{tool}\": the input must be a JSON object"),
+            );
+        }
+        if let Err(why) = entry.validate(input) {
+            return fail(Status::Error, ErrorKind::InvalidArgument, format!("bad arguments for \"{tool}\": {why}"));
+        }
+        // 4. The workspace: resolved once per call (it may sit behind a symlink).
+        let workspace = match resolve_workspace(&cx.workspace) {
+            Ok(w) => w,
+            Err(message) => return fail(Status::Error, ErrorKind::NotFound, message),
+        };
+        // 5. The instance.
+        let pre = match entry
+            .component
+            .pre(inner.engine.engine(), &inner.linker, &inner.cache, inner.on_compile.as_ref())
+            .await
+        {
+            Ok(p) => p,
+            Err(e) => {
+                return fail(
+                    Status::Error,
+                    ErrorKind::Crashed,
+                    format!("The tool \"{tool}\" crashed: {e}. Report this to the user rather than working around it."),
+                );
+            }
+        };
+        let spec = entry.spec();
+        let info = Arc::new(CallInfo {
+            component: entry.component.name.clone(),
+            tool: tool.to_string(),
+            run: cx.run.clone(),
+            role: cx.role.clone(),
+            spawn_granted: false,
+            approver: inner.approver.clone(),
+            approval_timeout: Duration::from_millis(inner.config.approvals.timeout_ms.max(1000)),
+            run_state: inner.run_state.scope(&cx.run, &entry.component.name),
+        });
+        let input_text = input.to_string();
+        let outcome = runtime::call::call(CallSpec {
+            engine: inner.engine.engine(),
+            pre,
+            local_name: &spec.name,
+            display_name: tool,
+            input: &input_text,
+            workspace: &workspace,
+            fs: spec.needs.fs,
+            memory: (inner.config.limits.memory_mb as usize).saturating_mul(1 << 20),
+            cpu: Duration::from_millis(inner.config.limits.cpu_ms),
+            call_id,
+            info,
+        })
+        .await;
+        match outcome {
+            GuestOutcome::Ok(output) => ToolResult {
+                call_id: call_id.to_string(),
+                status: Status::Ok,
+                output,
+                error_kind: None,
+                terminal: false,
+                duration: started.elapsed(),
+            },
+            GuestOutcome::Failed { kind, message, terminal } => {
+                ToolResult::failure(call_id.to_string(), Status::Error, kind, message, terminal, started)
+            }
+        }
+    }
+}
+
+/// The workspace root, resolved (symlinks in its own path followed once) and checked to
+/// be a directory.
+fn resolve_workspace(path: &Path) -> Result<PathBuf, String> {
+    let resolved = std::fs::canonicalize(path)
+        .map_err(|e| format!("The workspace \"{}\" cannot be opened: {e}", path.display()))?;
+    if !resolved.is_dir() {
+        return Err(format!("The workspace \"{}\" is not a directory", path.display()));
+    }
+    Ok(resolved)
+}

@@ -1,0 +1,261 @@
+//! The `cheng` command line: list tools, call one, and (later) serve them.
+//!
+//! `stdout` carries exactly one JSON document per command; notices, prompts and logs go
+//! to `stderr` (logs filtered by `CHENG_LOG`, default `warn`). Exit codes: 0 ok, 1 tool
+//! error, 2 denied, 64 usage error.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result, bail};
+use clap::{Parser, Subcommand, ValueEnum};
+
+use cheng_host::approvals::{ApproveAll, Approver, RefuseAll};
+use cheng_host::policy::Config;
+use cheng_host::{Context, HostBuilder, Status};
+
+mod tty;
+
+const EXIT_ERROR: u8 = 1;
+const EXIT_DENIED: u8 = 2;
+const EXIT_USAGE: u8 = 64;
+
+#[derive(Parser, Debug)]
+#[command(name = "cheng", version, about = "A WebAssembly-component tool host for AI agents")]
+struct Cli {
+    /// The workspace (project directory) tools work in.
+    #[arg(long, global = true, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// Configuration file (else $CHENG_CONFIG, else the platform config dir's cheng/cheng.toml).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// State directory: component cache, per-run data, audit log.
+    #[arg(long, global = true, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// Role to call tools as (else the config's default_role, else developer).
+    #[arg(long, global = true)]
+    role: Option<String>,
+    /// Run id (else a fresh one).
+    #[arg(long, global = true)]
+    run: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// List the tools with their schemas.
+    Tools {
+        /// Print a JSON array of {name, description, input_schema, output_schema}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call a tool: `cheng call read_file '{"path":"README.md"}'` (JSON, or - for stdin).
+    Call {
+        /// The tool's name.
+        tool: String,
+        /// The input as a JSON object, or - to read it from stdin.
+        input: Option<String>,
+        /// Print the whole call record instead of the tool's output.
+        #[arg(long)]
+        record: bool,
+        /// How approvals are answered for this call (never saved).
+        #[arg(long, value_enum)]
+        approve: Option<ApproveMode>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ApproveMode {
+    /// Ask on the terminal; refuse at once without one.
+    Ask,
+    /// Refuse every request.
+    Deny,
+    /// Approve every request.
+    Yes,
+}
+
+fn main() -> ExitCode {
+    // Guest-visible errors are ordinary results: never capture a host backtrace for them,
+    // whatever RUST_BACKTRACE says (it made error-heavy guest work up to 1.5x slower).
+    // Panics still honour RUST_BACKTRACE.
+    if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
+        // SAFETY: no other thread exists yet.
+        unsafe { std::env::set_var("RUST_LIB_BACKTRACE", "0") };
+    }
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    init_logging();
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cheng: cannot start the async runtime: {e}");
+            return ExitCode::from(EXIT_ERROR);
+        }
+    };
+    match rt.block_on(run(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("cheng: {e:#}");
+            ExitCode::from(e.downcast_ref::<UsageError>().map_or(EXIT_ERROR, |_| EXIT_USAGE))
+        }
+    }
+}
+
+/// An error in how cheng was invoked (exit 64).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct UsageError(String);
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CHENG_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}
+
+fn load_config(cli: &Cli) -> Result<Config> {
+    if let Some(path) = &cli.config {
+        return Ok(Config::load(path)?);
+    }
+    if let Some(path) = std::env::var_os("CHENG_CONFIG") {
+        return Ok(Config::load(&PathBuf::from(path))?);
+    }
+    if let Some(dirs) = directories::BaseDirs::new() {
+        let path = dirs.config_dir().join("cheng").join("cheng.toml");
+        if path.is_file() {
+            return Ok(Config::load(&path)?);
+        }
+    }
+    Ok(Config::default())
+}
+
+fn state_dir(cli: &Cli) -> Option<PathBuf> {
+    if let Some(d) = &cli.state_dir {
+        return Some(d.clone());
+    }
+    let dirs = directories::BaseDirs::new()?;
+    let base = dirs.state_dir().unwrap_or(dirs.data_local_dir());
+    Some(base.join("cheng"))
+}
+
+async fn run(cli: Cli) -> Result<u8> {
+    let config = load_config(&cli)?;
+    let mut builder = HostBuilder::new();
+    builder.config(config.clone());
+    if let Some(dir) = state_dir(&cli) {
+        builder.state_dir(dir);
+    }
+    builder.on_compile(|name| {
+        eprintln!("cheng: compiling the \"{name}\" component (first run only; it is cached afterwards)");
+    });
+    let approve = match &cli.command {
+        Command::Call { approve, .. } => *approve,
+        _ => None,
+    };
+    builder.approver(approver_for(approve));
+    let host = builder.build().await.context("cannot start the host")?;
+
+    match cli.command {
+        Command::Tools { json } => {
+            let tools = host.tools();
+            if json {
+                let list: Vec<_> = tools
+                    .iter()
+                    .map(|t| {
+                        serde_json::json!({
+                            "name": t.name,
+                            "description": t.description,
+                            "input_schema": t.input_schema,
+                            "output_schema": t.output_schema,
+                        })
+                    })
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&list)?);
+            } else {
+                let mut out = std::io::stdout().lock();
+                for t in &tools {
+                    let first = t.description.split(". ").next().unwrap_or("");
+                    writeln!(out, "{:<20} {:<10} {}", t.name, t.component, first)?;
+                }
+            }
+            Ok(0)
+        }
+        Command::Call { tool, input, record, .. } => {
+            let text = match input.as_deref() {
+                None => "{}".to_string(),
+                Some("-") => {
+                    let mut s = String::new();
+                    std::io::stdin().read_to_string(&mut s).context("cannot read the input from stdin")?;
+                    s
+                }
+                Some(s) => s.to_string(),
+            };
+            let value: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| UsageError(format!("the input is not valid JSON: {e}")))?;
+            let workspace = match &cli.workspace {
+                Some(w) => w.clone(),
+                None => std::env::current_dir().context("cannot read the current directory")?,
+            };
+            let role = match &cli.role {
+                Some(r) => r.clone(),
+                None => {
+                    let r = host.policy().default_role().to_string();
+                    eprintln!("cheng: calling as role \"{r}\" (the default; --role to change)");
+                    r
+                }
+            };
+            if !host.policy().has_role(&role) {
+                let roles: Vec<_> = host.policy().role_names().collect();
+                bail!(UsageError(format!("unknown role \"{role}\"; roles: {}", roles.join(", "))));
+            }
+            let mut cx = Context::new(workspace).role(role);
+            if let Some(run) = &cli.run {
+                cx = cx.run(run.clone());
+            }
+            let token = cx.cancel.clone();
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    eprintln!("cheng: cancelling the call");
+                    token.cancel();
+                }
+            });
+            let (result, rec) = host.call_recorded(&cx, &tool, value).await;
+            let doc = if record { serde_json::to_value(&rec)? } else { result.output.clone() };
+            println!("{}", serde_json::to_string_pretty(&doc)?);
+            Ok(match result.status {
+                Status::Ok => 0,
+                Status::Denied => EXIT_DENIED,
+                _ => EXIT_ERROR,
+            })
+        }
+    }
+}
+
+/// The approver for `cheng call`: an explicit `--approve`, else auto-approve when
+/// `CHENG_AUTO_APPROVE` is exactly `true`, else the terminal when there is one, else
+/// refuse at once.
+fn approver_for(mode: Option<ApproveMode>) -> Arc<dyn Approver> {
+    match mode {
+        Some(ApproveMode::Yes) => Arc::new(ApproveAll),
+        Some(ApproveMode::Deny) => Arc::new(RefuseAll),
+        Some(ApproveMode::Ask) => tty::TtyApprover::open().map_or_else(|| Arc::new(RefuseAll) as Arc<dyn Approver>, |t| Arc::new(t)),
+        None => {
+            if std::env::var("CHENG_AUTO_APPROVE").as_deref() == Ok("true") {
+                eprintln!("cheng: CHENG_AUTO_APPROVE=true: approvals are granted without asking");
+                return Arc::new(ApproveAll);
+            }
+            match tty::TtyApprover::open() {
+                Some(t) => Arc::new(t),
+                None => Arc::new(RefuseAll),
+            }
+        }
+    }
+}

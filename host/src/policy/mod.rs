@@ -1,0 +1,318 @@
+//! Operator policy from `cheng.toml`: roles and the tools they grant, limits, and
+//! per-tool settings. Free of engine types so it can be tested on its own.
+//!
+//! With no file, working defaults apply: the three built-in roles (`recon`, `writer`,
+//! `developer`) and `developer` as the default role.
+//!
+//! # Example
+//!
+//! ```
+//! use cheng_host::policy::Config;
+//!
+//! let cfg = Config::from_toml_str(r#"
+//!     default_role = "reviewer"
+//!     [roles.reviewer]
+//!     inherits = "recon"
+//!     tools = ["write_file"]
+//! "#, "cheng.toml").unwrap();
+//! let policy = cfg.policy().unwrap();
+//! assert!(policy.grants("reviewer", "read_file"));
+//! assert!(policy.grants("reviewer", "write_file"));
+//! assert!(!policy.grants("reviewer", "workspace_shell"));
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Tools of the built-in `recon` role: inspection only.
+pub const RECON_TOOLS: &[&str] = &[
+    "list_dir",
+    "find_files",
+    "read_file",
+    "read_files",
+    "search_files",
+    "workspace_git",
+    "workspace_markdown",
+    "workspace_preview",
+    "think",
+    "todo_write",
+];
+/// Tools the built-in `writer` role adds to `recon`: document writing.
+pub const WRITER_EXTRA: &[&str] = &["write_file"];
+/// Tools the built-in `developer` role adds to `writer`.
+pub const DEVELOPER_EXTRA: &[&str] = &[
+    "edit_file",
+    "apply_patch",
+    "workspace_shell",
+    "workspace_tests",
+    "web_fetch",
+    "web_search",
+];
+/// The role used when neither the CLI nor the config names one.
+pub const DEFAULT_ROLE: &str = "developer";
+/// Default memory limit per call, in MiB.
+pub const DEFAULT_MEMORY_MB: u64 = 256;
+/// Default CPU deadline per call (guest computing time), in milliseconds.
+pub const DEFAULT_CPU_MS: u64 = 30_000;
+
+/// A configuration file problem: which file, where, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid configuration {path}: {message}")]
+pub struct ConfigError {
+    /// The file.
+    pub path: String,
+    /// The reason, with line and column when the parser knows them.
+    pub message: String,
+}
+
+/// The operator's configuration file, as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The role `cheng call` uses when `--role` is not given.
+    pub default_role: Option<String>,
+    /// Roles, by name. A role named like a built-in one replaces it.
+    #[serde(default)]
+    pub roles: BTreeMap<String, RoleConfig>,
+    /// Resource limits for every call.
+    #[serde(default)]
+    pub limits: LimitsConfig,
+    /// Approval settings.
+    #[serde(default)]
+    pub approvals: ApprovalsConfig,
+    /// Per-tool settings, by tool name (kept as TOML for the tool's own reader).
+    #[serde(default)]
+    pub tools: BTreeMap<String, toml::Table>,
+    /// Where the file came from (not part of the file).
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
+}
+
+/// One role.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleConfig {
+    /// Another role whose tools this one also holds.
+    pub inherits: Option<String>,
+    /// Tools this role holds.
+    #[serde(default)]
+    pub tools: Vec<String>,
+}
+
+/// Limits applied to every call.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Linear memory a component may grow to, in MiB.
+    #[serde(default = "default_memory")]
+    pub memory_mb: u64,
+    /// Guest computing time per call, in milliseconds (time waiting on the host excluded).
+    #[serde(default = "default_cpu")]
+    pub cpu_ms: u64,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig { memory_mb: DEFAULT_MEMORY_MB, cpu_ms: DEFAULT_CPU_MS }
+    }
+}
+
+fn default_memory() -> u64 {
+    DEFAULT_MEMORY_MB
+}
+fn default_cpu() -> u64 {
+    DEFAULT_CPU_MS
+}
+
+/// Approval settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalsConfig {
+    /// How long a request waits for an answer, in milliseconds (floor 1000).
+    #[serde(default = "default_approval_timeout")]
+    pub timeout_ms: u64,
+}
+
+impl Default for ApprovalsConfig {
+    fn default() -> Self {
+        ApprovalsConfig { timeout_ms: default_approval_timeout() }
+    }
+}
+
+fn default_approval_timeout() -> u64 {
+    600_000
+}
+
+impl Config {
+    /// Parse a configuration from TOML text; `origin` names it in errors.
+    pub fn from_toml_str(text: &str, origin: &str) -> Result<Config, ConfigError> {
+        let mut cfg: Config = toml::from_str(text).map_err(|e| ConfigError {
+            path: origin.to_string(),
+            message: describe_toml_error(text, &e),
+        })?;
+        cfg.source = Some(PathBuf::from(origin));
+        cfg.policy()?;
+        Ok(cfg)
+    }
+
+    /// Read and parse a configuration file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            path: path.display().to_string(),
+            message: format!("cannot read it: {e}"),
+        })?;
+        Self::from_toml_str(&text, &path.display().to_string())
+    }
+
+    /// The resolved role table.
+    pub fn policy(&self) -> Result<Policy, ConfigError> {
+        Policy::from_config(self)
+    }
+}
+
+/// A TOML error as "line L, column C: reason".
+fn describe_toml_error(text: &str, e: &toml::de::Error) -> String {
+    let reason = e.message().trim().to_string();
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+            format!("line {line}, column {col}: {reason}")
+        }
+        None => reason,
+    }
+}
+
+/// Resolved roles: each role's full tool set, inheritance applied.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    roles: BTreeMap<String, BTreeSet<String>>,
+    default_role: String,
+}
+
+impl Policy {
+    fn from_config(cfg: &Config) -> Result<Policy, ConfigError> {
+        let origin = cfg
+            .source
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "(built-in defaults)".to_string());
+        let err = |message: String| ConfigError { path: origin.clone(), message };
+
+        let mut defs: BTreeMap<String, RoleConfig> = BTreeMap::new();
+        let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        defs.insert("recon".into(), RoleConfig { inherits: None, tools: set(RECON_TOOLS) });
+        defs.insert(
+            "writer".into(),
+            RoleConfig { inherits: Some("recon".into()), tools: set(WRITER_EXTRA) },
+        );
+        defs.insert(
+            "developer".into(),
+            RoleConfig { inherits: Some("writer".into()), tools: set(DEVELOPER_EXTRA) },
+        );
+        for (name, role) in &cfg.roles {
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+                return Err(err(format!("role name \"{name}\" must be letters, digits, '-' or '_'")));
+            }
+            defs.insert(name.clone(), role.clone());
+        }
+
+        let mut roles = BTreeMap::new();
+        for name in defs.keys() {
+            let mut tools = BTreeSet::new();
+            let mut seen = Vec::new();
+            let mut cur = Some(name.clone());
+            while let Some(r) = cur {
+                if seen.contains(&r) {
+                    return Err(err(format!("role \"{name}\" inherits in a cycle: {}", seen.join(" -> "))));
+                }
+                let def = defs.get(&r).ok_or_else(|| {
+                    err(format!("role \"{}\" inherits unknown role \"{r}\"", seen.last().unwrap_or(name)))
+                })?;
+                tools.extend(def.tools.iter().cloned());
+                seen.push(r);
+                cur = def.inherits.clone();
+            }
+            roles.insert(name.clone(), tools);
+        }
+        let default_role = cfg.default_role.clone().unwrap_or_else(|| DEFAULT_ROLE.to_string());
+        if !roles.contains_key(&default_role) {
+            return Err(err(format!("default_role \"{default_role}\" is not a defined role")));
+        }
+        Ok(Policy { roles, default_role })
+    }
+
+    /// The built-in defaults.
+    pub fn defaults() -> Policy {
+        Policy::from_config(&Config::default()).expect("built-in roles are consistent")
+    }
+
+    /// The default role's name.
+    pub fn default_role(&self) -> &str {
+        &self.default_role
+    }
+
+    /// Whether `role` exists.
+    pub fn has_role(&self, role: &str) -> bool {
+        self.roles.contains_key(role)
+    }
+
+    /// The role names.
+    pub fn role_names(&self) -> impl Iterator<Item = &str> {
+        self.roles.keys().map(String::as_str)
+    }
+
+    /// Whether `role` holds `tool`.
+    pub fn grants(&self, role: &str, tool: &str) -> bool {
+        self.roles.get(role).is_some_and(|t| t.contains(tool))
+    }
+
+    /// The tools `role` holds (empty for an unknown role).
+    pub fn tools_of(&self, role: &str) -> Vec<&str> {
+        self.roles.get(role).map(|t| t.iter().map(String::as_str).collect()).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_roles_nest() {
+        let p = Policy::defaults();
+        // recon reads but does not write.
+        assert!(p.grants("recon", "read_file"));
+        assert!(!p.grants("recon", "write_file"));
+        // writer adds write_file only.
+        assert!(p.grants("writer", "write_file"));
+        assert!(!p.grants("writer", "edit_file"));
+        // developer adds the shell.
+        assert!(p.grants("developer", "workspace_shell"));
+        assert!(p.grants("developer", "think"));
+        // The default role is developer.
+        assert_eq!(p.default_role(), "developer");
+    }
+
+    #[test]
+    fn bad_files_name_line_and_reason() {
+        // A type error points at its line.
+        let e = Config::from_toml_str("default_role = 5\n", "x.toml").unwrap_err();
+        assert!(e.to_string().contains("x.toml") && e.to_string().contains("line 1"), "{e}");
+        // An unknown key is refused, not ignored.
+        let e = Config::from_toml_str("\n\nbogus = true\n", "x.toml").unwrap_err();
+        assert!(e.to_string().contains("line 3"), "{e}");
+        // An inheritance cycle is refused.
+        let e = Config::from_toml_str(
+            "[roles.a]\ninherits = \"b\"\n[roles.b]\ninherits = \"a\"\n",
+            "x.toml",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("cycle"), "{e}");
+        // A default role that does not exist is refused.
+        let e = Config::from_toml_str("default_role = \"nobody\"\n", "x.toml").unwrap_err();
+        assert!(e.to_string().contains("nobody"), "{e}");
+    }
+}

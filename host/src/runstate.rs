@@ -1,0 +1,129 @@
+//! Per-run data kept by the host for components (the `run-state` import): for example
+//! `todo_write`'s plan. Values are scoped by run and component, kept in memory and, when
+//! the host has a state directory, in `<state>/runs/<run>/<component>.json` so that a
+//! run's data survives across `cheng call` processes. Never in the workspace.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// Largest value one key may hold.
+pub const MAX_VALUE_BYTES: usize = 256 * 1024;
+/// Most keys one component may keep per run.
+pub const MAX_KEYS: usize = 64;
+
+type Scope = (String, String);
+
+/// The host-wide store of per-run data.
+#[derive(Clone, Default)]
+pub struct RunStateStore {
+    dir: Option<PathBuf>,
+    mem: Arc<Mutex<HashMap<Scope, BTreeMap<String, String>>>>,
+}
+
+/// One component's view of one run's data.
+#[derive(Clone)]
+pub struct RunState {
+    store: RunStateStore,
+    scope: Scope,
+}
+
+impl RunStateStore {
+    /// A store persisting under `dir` (`None`: memory only).
+    pub fn new(dir: Option<PathBuf>) -> Self {
+        RunStateStore { dir, mem: Arc::default() }
+    }
+
+    /// The view for `run` and `component`.
+    pub fn scope(&self, run: &str, component: &str) -> RunState {
+        RunState { store: self.clone(), scope: (run.to_string(), component.to_string()) }
+    }
+
+    fn file(&self, scope: &Scope) -> Option<PathBuf> {
+        self.dir.as_ref().map(|d| d.join(&scope.0).join(format!("{}.json", scope.1)))
+    }
+
+    fn load(&self, scope: &Scope) -> BTreeMap<String, String> {
+        let mut mem = self.mem.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(m) = mem.get(scope) {
+            return m.clone();
+        }
+        let loaded: BTreeMap<String, String> = self
+            .file(scope)
+            .and_then(|f| std::fs::read(f).ok())
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        mem.insert(scope.clone(), loaded.clone());
+        loaded
+    }
+}
+
+impl RunState {
+    /// Read a value.
+    pub fn get(&self, key: &str) -> Option<String> {
+        self.store.load(&self.scope).get(key).cloned()
+    }
+
+    /// Store a value; refused past [`MAX_VALUE_BYTES`] or [`MAX_KEYS`].
+    pub fn set(&self, key: &str, value: &str) -> Result<(), String> {
+        if value.len() > MAX_VALUE_BYTES {
+            return Err(format!(
+                "run state value for \"{key}\" is {} bytes; the limit is {MAX_VALUE_BYTES}",
+                value.len()
+            ));
+        }
+        let mut map = self.store.load(&self.scope);
+        if !map.contains_key(key) && map.len() >= MAX_KEYS {
+            return Err(format!("run state holds {MAX_KEYS} keys already; reuse one"));
+        }
+        map.insert(key.to_string(), value.to_string());
+        if let Some(file) = self.store.file(&self.scope) {
+            write_atomic(&file, &serde_json::to_vec(&map).unwrap_or_default())
+                .map_err(|e| format!("cannot save run state: {e}"))?;
+        }
+        let mut mem = self.store.mem.lock().unwrap_or_else(|p| p.into_inner());
+        mem.insert(self.scope.clone(), map);
+        Ok(())
+    }
+}
+
+/// Write `data` to `path` through a temporary file and a rename.
+pub(crate) fn write_atomic(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().expect("a file path has a parent");
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("state"),
+        std::process::id()
+    ));
+    std::fs::write(&tmp, data)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scoped_persistent_and_capped() {
+        let dir = std::env::temp_dir().join(format!("cheng-runstate-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = RunStateStore::new(Some(dir.clone()));
+        let a = store.scope("run1", "notes");
+        // A value set is read back.
+        a.set("plan", "[1]").unwrap();
+        assert_eq!(a.get("plan").as_deref(), Some("[1]"));
+        // Another run does not see it.
+        assert_eq!(store.scope("run2", "notes").get("plan"), None);
+        // Another component does not see it.
+        assert_eq!(store.scope("run1", "fs").get("plan"), None);
+        // A fresh store over the same directory (a new process) does.
+        let again = RunStateStore::new(Some(dir.clone()));
+        assert_eq!(again.scope("run1", "notes").get("plan").as_deref(), Some("[1]"));
+        // Oversized values are refused.
+        assert!(a.set("big", &"x".repeat(MAX_VALUE_BYTES + 1)).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,267 @@
+//! Running one call: a fresh `Store` from the component's `InstancePre`, the workspace
+//! preopened per grant, limits armed, and every outcome mapped to a [`GuestOutcome`].
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::{Store, Trap, UpdateDeadline};
+use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+
+use super::bindings::{ToolPre, types};
+use super::component::FsAccess;
+use super::store::{CallInfo, CapturedOutput, CpuBudget, Limiter, StoreState};
+use crate::error::ErrorKind;
+
+/// Where the workspace appears inside a component.
+pub const GUEST_ROOT: &str = "/workspace";
+
+/// What a guest call produced.
+#[derive(Debug)]
+pub enum GuestOutcome {
+    /// JSON output.
+    Ok(serde_json::Value),
+    /// A typed failure (from the tool, or from the host about the tool).
+    Failed {
+        /// Kind.
+        kind: ErrorKind,
+        /// Message for the model.
+        message: String,
+        /// Must not be retried.
+        terminal: bool,
+    },
+}
+
+/// One call's parameters.
+pub struct CallSpec<'a> {
+    /// The engine.
+    pub engine: &'a wasmtime::Engine,
+    /// The prepared component.
+    pub pre: &'a ToolPre<StoreState>,
+    /// The tool's name inside the component.
+    pub local_name: &'a str,
+    /// The registry name (for messages).
+    pub display_name: &'a str,
+    /// Input JSON text.
+    pub input: &'a str,
+    /// The resolved workspace root.
+    pub workspace: &'a Path,
+    /// Filesystem grant for this call.
+    pub fs: FsAccess,
+    /// Memory limit in bytes.
+    pub memory: usize,
+    /// CPU deadline.
+    pub cpu: Duration,
+    /// Call id.
+    pub call_id: &'a str,
+    /// Facts for the imports.
+    pub info: Arc<CallInfo>,
+}
+
+fn wasi_ctx(fs: FsAccess, workspace: &Path, out: &CapturedOutput, err: &CapturedOutput) -> Result<wasmtime_wasi::WasiCtx, String> {
+    let mut b = WasiCtxBuilder::new();
+    // No environment, no arguments, no stdin, no sockets, no name lookup: the default
+    // builder grants none of them; the network switches are spelled out anyway.
+    b.stdout(out.clone())
+        .stderr(err.clone())
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false)
+        // Filesystem calls run on the calling thread instead of a blocking pool hop
+        // (measured several times faster; the multi-threaded runtime keeps other
+        // calls moving).
+        .allow_blocking_current_thread(true);
+    let perms = match fs {
+        FsAccess::None => None,
+        FsAccess::Read => Some(FsPerms::ReadOnly),
+        FsAccess::Write => Some(FsPerms::ReadWrite),
+    };
+    if let Some(perms) = perms {
+        b.preopened_dir(workspace, GUEST_ROOT, perms)
+            .map_err(|e| format!("cannot open the workspace {}: {e}", workspace.display()))?;
+    }
+    Ok(b.build())
+}
+
+fn new_store(
+    engine: &wasmtime::Engine,
+    wasi: wasmtime_wasi::WasiCtx,
+    memory: usize,
+    cpu: Duration,
+    info: Arc<CallInfo>,
+) -> Store<StoreState> {
+    let state = StoreState {
+        wasi,
+        table: wasmtime::component::ResourceTable::new(),
+        limiter: Limiter { memory_limit: memory, hit: false },
+        budget: CpuBudget::new(cpu),
+        call: info,
+    };
+    let mut store = Store::new(engine, state);
+    store.limiter(|s| &mut s.limiter);
+    // Check the CPU budget once per epoch tick; between checks, yield so that other
+    // calls on the same runtime thread keep moving.
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(|ctx| {
+        if ctx.data().budget.exhausted() {
+            return Err(wasmtime::format_err!("cpu deadline exceeded"));
+        }
+        Ok(UpdateDeadline::Yield(1))
+    });
+    store
+}
+
+/// Run `describe` with no filesystem.
+pub async fn describe(
+    engine: &wasmtime::Engine,
+    pre: &ToolPre<StoreState>,
+    name: &str,
+    memory: usize,
+    cpu: Duration,
+) -> Result<Vec<types::ToolSpec>, String> {
+    let out = CapturedOutput::default();
+    let wasi = wasi_ctx(FsAccess::None, Path::new("/"), &out, &out)?;
+    let info = Arc::new(CallInfo {
+        component: name.to_string(),
+        tool: "describe".to_string(),
+        run: "describe".to_string(),
+        role: String::new(),
+        spawn_granted: false,
+        approver: Arc::new(crate::approvals::RefuseAll),
+        approval_timeout: Duration::from_secs(1),
+        run_state: crate::runstate::RunStateStore::new(None).scope("describe", name),
+    });
+    let mut store = new_store(engine, wasi, memory, cpu, info);
+    let r = async {
+        let tool = pre.instantiate_async(&mut store).await?;
+        tool.call_describe(&mut store).await
+    }
+    .await;
+    r.map_err(|e| format!("its describe failed: {}", trap_text(&e, &store, &out)))
+}
+
+/// Run one call to completion.
+pub async fn call(spec: CallSpec<'_>) -> GuestOutcome {
+    let out = CapturedOutput::default();
+    let err = CapturedOutput::default();
+    let wasi = match wasi_ctx(spec.fs, spec.workspace, &out, &err) {
+        Ok(w) => w,
+        Err(message) => {
+            return GuestOutcome::Failed { kind: ErrorKind::Io, message, terminal: false };
+        }
+    };
+    let info = spec.info.clone();
+    let mut store = new_store(spec.engine, wasi, spec.memory, spec.cpu, info);
+    let ctx = types::CallContext {
+        sandbox_root: spec.workspace.to_string_lossy().into_owned(),
+        guest_root: if spec.fs == FsAccess::None { String::new() } else { GUEST_ROOT.to_string() },
+        run_id: spec.info.run.clone(),
+        role: spec.info.role.clone(),
+        call_id: spec.call_id.to_string(),
+    };
+    let result = async {
+        let tool = spec.pre.instantiate_async(&mut store).await?;
+        tool.call_call(&mut store, spec.local_name, spec.input, &ctx).await
+    }
+    .await;
+    log_output(&spec.info.component, spec.call_id, &out, &err);
+    match result {
+        Ok(Ok(text)) => match serde_json::from_str::<serde_json::Value>(&text) {
+            Ok(v) if v.is_object() => GuestOutcome::Ok(v),
+            _ => GuestOutcome::Failed {
+                kind: ErrorKind::Crashed,
+                message: format!(
+                    "The tool \"{}\" crashed: it returned output that is not a JSON object. \
+                     Report this to the user instead of retrying.",
+                    spec.display_name
+                ),
+                terminal: true,
+            },
+        },
+        Ok(Err(f)) => GuestOutcome::Failed {
+            kind: kind_from_wit(f.kind),
+            message: f.message,
+            terminal: f.terminal,
+        },
+        Err(e) => {
+            if store.data().budget.exhausted() {
+                let ms = store.data().budget.limit().as_millis();
+                return GuestOutcome::Failed {
+                    kind: ErrorKind::Timeout,
+                    message: format!(
+                        "The tool \"{}\" timed out: it used its whole CPU budget of {ms} ms and was \
+                         stopped. Do not retry the same request; narrow it or report the problem \
+                         to the user.",
+                        spec.display_name
+                    ),
+                    terminal: true,
+                };
+            }
+            GuestOutcome::Failed {
+                kind: ErrorKind::Crashed,
+                message: format!(
+                    "The tool \"{}\" crashed: {}. Report this to the user rather than working \
+                     around it.",
+                    spec.display_name,
+                    trap_text(&e, &store, &err)
+                ),
+                terminal: true,
+            }
+        }
+    }
+}
+
+/// A short description of why a guest stopped.
+fn trap_text(e: &wasmtime::Error, store: &Store<StoreState>, stderr: &CapturedOutput) -> String {
+    if store.data().limiter.hit {
+        return format!("it exceeded its memory limit of {} MiB", store.data().limiter.memory_limit >> 20);
+    }
+    if store.data().budget.exhausted() {
+        return format!("it used its whole CPU budget of {} ms", store.data().budget.limit().as_millis());
+    }
+    // A Rust guest's panic message is the most useful line it printed.
+    let (text, _) = stderr.take();
+    let panic = text
+        .lines()
+        .skip_while(|l| !l.contains("panicked at"))
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ");
+    match e.downcast_ref::<Trap>() {
+        Some(Trap::StackOverflow) => "it exhausted its stack (unbounded recursion?)".to_string(),
+        Some(trap) if !panic.is_empty() => format!("{trap} ({})", panic.trim()),
+        Some(trap) => trap.to_string(),
+        None => format!("{e:#}"),
+    }
+}
+
+fn log_output(component: &str, call_id: &str, out: &CapturedOutput, err: &CapturedOutput) {
+    for (name, pipe) in [("stdout", out), ("stderr", err)] {
+        let (text, dropped) = pipe.take();
+        if !text.is_empty() {
+            tracing::debug!(target: "cheng::plugin::output", component, call_id, stream = name, dropped, "{text}");
+        }
+    }
+}
+
+/// The host's kind for a WIT kind.
+pub fn kind_from_wit(k: types::ErrorKind) -> ErrorKind {
+    use types::ErrorKind as W;
+    match k {
+        W::InvalidArgument => ErrorKind::InvalidArgument,
+        W::PathRefused => ErrorKind::PathRefused,
+        W::NotFound => ErrorKind::NotFound,
+        W::NotGranted => ErrorKind::NotGranted,
+        W::ApprovalDenied => ErrorKind::ApprovalDenied,
+        W::CommandNotAllowed => ErrorKind::CommandNotAllowed,
+        W::ShellSyntaxDisabled => ErrorKind::ShellSyntaxDisabled,
+        W::SpawnFailed => ErrorKind::SpawnFailed,
+        W::Timeout => ErrorKind::Timeout,
+        W::Cancelled => ErrorKind::Cancelled,
+        W::OutputLimit => ErrorKind::OutputLimit,
+        W::Io => ErrorKind::Io,
+        W::Crashed => ErrorKind::Crashed,
+        W::BinaryFile => ErrorKind::BinaryFile,
+        W::TooLarge => ErrorKind::TooLarge,
+    }
+}

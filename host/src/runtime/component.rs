@@ -1,0 +1,188 @@
+//! A loaded component: its identity (name and SHA-256), the tools its `describe`
+//! declared (cached by hash so a warm start runs no guest code), and its
+//! `InstancePre`, prepared on first use.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::OnceCell;
+use wasmtime::component::Linker;
+
+use super::bindings::{ToolPre, types};
+use super::cache::{ComponentCache, sha256_hex};
+use super::store::StoreState;
+use crate::error::HostError;
+
+/// Filesystem access a tool needs or is granted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FsAccess {
+    /// No files.
+    None,
+    /// The workspace, read-only.
+    Read,
+    /// The workspace, read-write.
+    Write,
+}
+
+/// What a tool declares it needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Needs {
+    /// Filesystem access.
+    pub fs: FsAccess,
+    /// Process spawning through the host.
+    pub spawn: bool,
+    /// Network hosts.
+    pub network: Vec<String>,
+}
+
+/// One tool as its component describes it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The name inside the component.
+    pub name: String,
+    /// The description for the model.
+    pub description: String,
+    /// JSON Schema of the input.
+    pub input_schema: serde_json::Value,
+    /// JSON Schema of the output.
+    pub output_schema: serde_json::Value,
+    /// Declared needs.
+    pub needs: Needs,
+}
+
+impl ToolSpec {
+    fn from_wit(spec: types::ToolSpec) -> Result<Self, String> {
+        let parse = |what: &str, text: &str| {
+            serde_json::from_str::<serde_json::Value>(text)
+                .map_err(|e| format!("tool \"{}\" has an invalid {what} schema: {e}", spec.name))
+        };
+        let valid_name = !spec.name.is_empty()
+            && spec.name.len() <= 64
+            && spec.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !valid_name {
+            return Err(format!("tool name \"{}\" is not of the form [a-zA-Z0-9_-]{{1,64}}", spec.name));
+        }
+        Ok(ToolSpec {
+            input_schema: parse("input", &spec.input_schema)?,
+            output_schema: parse("output", &spec.output_schema)?,
+            needs: Needs {
+                fs: match spec.needs.fs {
+                    types::FsAccess::None => FsAccess::None,
+                    types::FsAccess::Read => FsAccess::Read,
+                    types::FsAccess::Write => FsAccess::Write,
+                },
+                spawn: spec.needs.spawn,
+                network: spec.needs.network,
+            },
+            name: spec.name,
+            description: spec.description,
+        })
+    }
+}
+
+/// Where a component's bytes come from.
+#[derive(Clone)]
+pub enum Source {
+    /// Embedded in the binary.
+    Static(&'static [u8]),
+    /// Read from a file at load time.
+    Owned(Arc<Vec<u8>>, PathBuf),
+}
+
+impl Source {
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Source::Static(b) => b,
+            Source::Owned(b, _) => b,
+        }
+    }
+}
+
+/// A component known to the host.
+pub struct LoadedComponent {
+    /// Its name (built-in family or plugin id).
+    pub name: String,
+    /// SHA-256 of its bytes.
+    pub sha256: String,
+    /// Its tools.
+    pub tools: Vec<ToolSpec>,
+    source: Source,
+    pre: OnceCell<ToolPre<StoreState>>,
+}
+
+/// Limits for running `describe`: no files, little memory, a short deadline.
+const DESCRIBE_MEMORY: usize = 64 << 20;
+const DESCRIBE_CPU: Duration = Duration::from_secs(10);
+
+impl LoadedComponent {
+    /// Load a component: its tools come from the describe cache when present, else from
+    /// running its `describe` once in a sandbox with no filesystem.
+    pub async fn load(
+        name: &str,
+        source: Source,
+        engine: &wasmtime::Engine,
+        linker: &Linker<StoreState>,
+        cache: &ComponentCache,
+        on_compile: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<Self, HostError> {
+        let sha256 = sha256_hex(source.bytes());
+        let describe_file = cache.dir().map(|d| d.join(format!("{sha256}.describe.json")));
+        let cached: Option<Vec<ToolSpec>> = describe_file
+            .as_ref()
+            .and_then(|f| std::fs::read(f).ok())
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        let me = LoadedComponent {
+            name: name.to_string(),
+            sha256,
+            tools: Vec::new(),
+            source,
+            pre: OnceCell::new(),
+        };
+        if let Some(tools) = cached {
+            return Ok(LoadedComponent { tools, ..me });
+        }
+        let pre = me.pre(engine, linker, cache, on_compile).await?.clone();
+        let specs = super::call::describe(engine, &pre, name, DESCRIBE_MEMORY, DESCRIBE_CPU)
+            .await
+            .map_err(|reason| HostError::Component { name: name.to_string(), reason })?;
+        let mut tools = Vec::new();
+        for s in specs {
+            tools.push(
+                ToolSpec::from_wit(s)
+                    .map_err(|reason| HostError::Component { name: name.to_string(), reason })?,
+            );
+        }
+        if let Some(f) = &describe_file {
+            if let Ok(json) = serde_json::to_vec(&tools) {
+                let _ = crate::runstate::write_atomic(f, &json);
+            }
+        }
+        Ok(LoadedComponent { tools, ..me })
+    }
+
+    /// The prepared instance, compiling (or loading from the cache) on first use.
+    pub async fn pre(
+        &self,
+        engine: &wasmtime::Engine,
+        linker: &Linker<StoreState>,
+        cache: &ComponentCache,
+        on_compile: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<&ToolPre<StoreState>, HostError> {
+        self.pre
+            .get_or_try_init(|| async {
+                let (component, _) =
+                    cache.load(engine, &self.name, self.source.bytes(), &self.sha256, on_compile)?;
+                let err = |e: wasmtime::Error| HostError::Component {
+                    name: self.name.clone(),
+                    reason: format!("{e:#}"),
+                };
+                let instance_pre = linker.instantiate_pre(&component).map_err(err)?;
+                ToolPre::new(instance_pre).map_err(err)
+            })
+            .await
+    }
+}

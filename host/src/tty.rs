@@ -1,0 +1,70 @@
+//! Approvals answered on the controlling terminal (`/dev/tty`), so that a prompt works
+//! even when stdin and stdout are pipes.
+
+use std::fs::{File, OpenOptions};
+use std::future::Future;
+use std::io::{BufRead, BufReader, Write};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use cheng_host::approvals::{ApprovalRequest, Approver, Decision};
+
+/// Asks on `/dev/tty`; one prompt at a time.
+pub struct TtyApprover {
+    tty: Arc<Mutex<File>>,
+}
+
+impl TtyApprover {
+    /// `None` when the process has no controlling terminal.
+    pub fn open() -> Option<Self> {
+        let tty = OpenOptions::new().read(true).write(true).open("/dev/tty").ok()?;
+        Some(TtyApprover { tty: Arc::new(Mutex::new(tty)) })
+    }
+}
+
+/// Show control and bidirectional characters escaped, so a card cannot lie about what it shows.
+fn visible(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}');
+            if (c.is_control() && c != '\n') || bidi {
+                c.escape_unicode().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
+impl Approver for TtyApprover {
+    fn decide<'a>(&'a self, req: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+        let tty = self.tty.clone();
+        let card = format!(
+            "\n── approval requested ── tool {} · role {} · run {}\n  summary: {}\n  detail:  {}\n  purpose: {}\nApprove? [y/N] ",
+            req.tool,
+            req.role,
+            req.run,
+            visible(&req.summary),
+            visible(&req.detail).replace('\n', "\n           "),
+            visible(&req.purpose),
+        );
+        Box::pin(async move {
+            let answer = tokio::task::spawn_blocking(move || {
+                let mut f = tty.lock().ok()?;
+                f.write_all(card.as_bytes()).ok()?;
+                f.flush().ok()?;
+                let mut line = String::new();
+                BufReader::new(&mut *f).read_line(&mut line).ok()?;
+                Some(line)
+            })
+            .await
+            .ok()
+            .flatten();
+            match answer.as_deref().map(str::trim) {
+                Some("y") | Some("Y") | Some("yes") => Decision::Approved,
+                Some(_) => Decision::Declined,
+                None => Decision::NoApprover,
+            }
+        })
+    }
+}

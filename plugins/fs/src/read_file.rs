@@ -1,0 +1,191 @@
+//! `read_file`: a text file's content, whole or by line range, capped in bytes.
+
+use std::io::Read;
+
+use cheng_sdk::prelude::*;
+
+use crate::caps::{BINARY_SNIFF_BYTES, READ_DEFAULT_BYTES, READ_MAX_BYTES};
+use crate::text::{cut_at_char, looks_binary};
+
+pub struct ReadFile;
+
+fn default_max_bytes() -> u64 {
+    READ_DEFAULT_BYTES
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// File path relative to the workspace root (or absolute inside it).
+    path: String,
+    /// First line to return, 1-based (default: 1).
+    #[schemars(range(min = 1))]
+    start_line: Option<u64>,
+    /// Last line to return, 1-based and inclusive (default: the last line).
+    #[schemars(range(min = 1))]
+    end_line: Option<u64>,
+    /// Most bytes of content to return (default 262144, at most 1048576).
+    #[serde(default = "default_max_bytes")]
+    #[schemars(range(min = 1, max = 1_048_576))]
+    max_bytes: u64,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct Output {
+    /// True when the file was read.
+    success: bool,
+    /// One sentence on what was returned.
+    summary: String,
+    /// The file path, relative to the workspace root.
+    path: String,
+    /// The text of lines `start_line` to `end_line`.
+    content: String,
+    /// First line returned (1-based).
+    start_line: u64,
+    /// Last line returned (1-based, inclusive); 0 for an empty file.
+    end_line: u64,
+    /// Lines in the whole file.
+    total_lines: u64,
+    /// True when the byte cap cut the requested range short.
+    truncated: bool,
+    /// Size of the file in bytes.
+    size: u64,
+}
+
+impl Tool for ReadFile {
+    const NAME: &'static str = "read_file";
+    const DESCRIPTION: &'static str = "Read a text file in the workspace, whole or a range of lines \
+        (start_line/end_line, 1-based, inclusive). Output is capped by max_bytes; when cut, the \
+        summary says which lines were returned so you can continue with start_line. Binary files \
+        are refused.";
+    const NEEDS: Needs = Needs::READ;
+    type Input = Input;
+    type Output = Output;
+
+    fn run(input: Input, cx: &Context) -> Result<Output, Failure> {
+        let max_bytes = input.max_bytes.clamp(1, READ_MAX_BYTES) as usize;
+        let start = input.start_line.unwrap_or(1);
+        if start == 0 {
+            return Err(Failure::invalid_argument("start_line is 1-based; use 1 for the first line"));
+        }
+        if let Some(end) = input.end_line {
+            if end < start {
+                return Err(Failure::invalid_argument(format!(
+                    "end_line ({end}) is before start_line ({start}); give a range with end_line >= start_line"
+                )));
+            }
+        }
+        let target = cx.resolve(&input.path)?;
+        let meta = std::fs::metadata(&target.path).map_err(|e| Failure::io("cannot inspect the file", &e))?;
+        if meta.is_dir() {
+            return Err(Failure::invalid_argument(format!(
+                "\"{}\" is a directory, not a file; use list_dir to see what it holds",
+                input.path
+            )));
+        }
+        let mut file = std::fs::File::open(&target.path).map_err(|e| Failure::io("cannot open the file", &e))?;
+        let mut data = Vec::with_capacity(meta.len().min(64 << 20) as usize + 1);
+        file.read_to_end(&mut data).map_err(|e| Failure::io("cannot read the file", &e))?;
+        if looks_binary(&data) {
+            return Err(Failure::new(
+                ErrorKind::BinaryFile,
+                format!(
+                    "\"{}\" looks binary (a NUL byte in its first {} KiB); read_file returns text only",
+                    input.path,
+                    BINARY_SNIFF_BYTES / 1024
+                ),
+            ));
+        }
+        select(&data, start, input.end_line, max_bytes, &target.rel, meta.len())
+    }
+}
+
+/// Pick lines `start..=end` of `data`, at most `max_bytes` of them.
+fn select(data: &[u8], start: u64, end: Option<u64>, max_bytes: usize, rel: &str, size: u64) -> Result<Output, Failure> {
+    // Line starts: a line is the text up to and including '\n'; a last line without a
+    // newline still counts.
+    let newlines = data.iter().filter(|&&b| b == b'\n').count() as u64;
+    let total = newlines + u64::from(!data.is_empty() && !data.ends_with(b"\n"));
+    if total == 0 {
+        return Ok(Output {
+            success: true,
+            summary: format!("{rel} is empty"),
+            path: rel.to_string(),
+            content: String::new(),
+            start_line: 1,
+            end_line: 0,
+            total_lines: 0,
+            truncated: false,
+            size,
+        });
+    }
+    if start > total {
+        return Err(Failure::invalid_argument(format!(
+            "start_line {start} is past the end of {rel}, which has {total} lines"
+        )));
+    }
+    let end = end.unwrap_or(total).min(total);
+    let from = line_end(data, 0, start - 1);
+    let to = line_end(data, from, end - start + 1);
+    let text = String::from_utf8_lossy(&data[from..to]);
+    let (content, last, truncated) = if text.len() <= max_bytes {
+        (text.into_owned(), end, false)
+    } else {
+        let cut = cut_at_char(&text, max_bytes);
+        match cut.rfind('\n') {
+            Some(i) => {
+                let kept = &cut[..=i];
+                let lines = kept.matches('\n').count() as u64;
+                (kept.to_string(), start + lines - 1, true)
+            }
+            // A single line longer than the cap: return its head.
+            None => (cut.to_string(), start, true),
+        }
+    };
+    let summary = if truncated && !content.ends_with('\n') {
+        format!(
+            "Line {start} of {rel} alone is longer than max_bytes ({max_bytes} bytes); showing its \
+             first {} bytes. Raise max_bytes (at most {READ_MAX_BYTES}) or use search_files to find \
+             what you need in it.",
+            content.len()
+        )
+    } else if truncated {
+        format!(
+            "Showing lines {start}-{last} of {total} of {rel}: the requested lines exceed max_bytes \
+             ({max_bytes} bytes). Continue with start_line={}, or raise max_bytes (at most {READ_MAX_BYTES}).",
+            last + 1
+        )
+    } else if start == 1 && last == total {
+        format!("Read all {total} lines of {rel}")
+    } else {
+        format!("Read lines {start}-{last} of {total} of {rel}")
+    };
+    Ok(Output {
+        success: true,
+        summary,
+        path: rel.to_string(),
+        content,
+        start_line: start,
+        end_line: last,
+        total_lines: total,
+        truncated,
+        size,
+    })
+}
+
+/// The byte offset just past `count` lines starting at `from`.
+fn line_end(data: &[u8], from: usize, count: u64) -> usize {
+    if count == 0 {
+        return from;
+    }
+    let mut seen = 0;
+    for (i, &b) in data[from..].iter().enumerate() {
+        if b == b'\n' {
+            seen += 1;
+            if seen == count {
+                return from + i + 1;
+            }
+        }
+    }
+    data.len()
+}

@@ -1,0 +1,173 @@
+//! Typed calls into the host: approvals, processes, per-run state and logging.
+//!
+//! Each is a capability the host checks: a component that was not granted process
+//! spawning gets a `NotGranted` failure from [`run_process`], and the refusal is
+//! recorded.
+
+use crate::Failure;
+use crate::wit::cheng::tool::{approval, log as wlog, process, run_state};
+
+/// A person's answer to an approval request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Go ahead.
+    Approved,
+    /// Do not.
+    Declined,
+    /// Nobody answered in time; treat as declined.
+    TimedOut,
+}
+
+/// Ask a person to approve an action, and wait for the answer.
+///
+/// `summary` is one line (shown first), `detail` the exact action, `purpose` why.
+pub fn request_approval(summary: &str, detail: &str, purpose: &str) -> Decision {
+    let req = approval::ApprovalRequest {
+        summary: summary.to_string(),
+        detail: detail.to_string(),
+        purpose: purpose.to_string(),
+    };
+    match approval::request(&req) {
+        approval::Decision::Approved => Decision::Approved,
+        approval::Decision::Declined => Decision::Declined,
+        approval::Decision::TimedOut => Decision::TimedOut,
+    }
+}
+
+/// A command for the host to run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Command {
+    /// The program.
+    pub command: String,
+    /// Literal arguments.
+    pub args: Vec<String>,
+    /// A shell string instead of `command` + `args` (refused unless the operator allows it).
+    pub shell_string: Option<String>,
+    /// Working directory relative to the workspace root.
+    pub cwd: Option<String>,
+    /// Extra environment variables (subject to the host's allowlist).
+    pub env: Vec<(String, String)>,
+    /// Wall-clock budget in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// Why, for the approval card.
+    pub purpose: Option<String>,
+}
+
+/// How a process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Termination {
+    /// It exited.
+    Exited,
+    /// Killed at its timeout.
+    TimedOut,
+    /// Killed because the call was cancelled.
+    Cancelled,
+    /// Ended by a signal.
+    Signalled,
+    /// Never started.
+    SpawnFailed,
+}
+
+impl Termination {
+    /// The wire name (`exited`, `timed_out`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Termination::Exited => "exited",
+            Termination::TimedOut => "timed_out",
+            Termination::Cancelled => "cancelled",
+            Termination::Signalled => "signalled",
+            Termination::SpawnFailed => "spawn_failed",
+        }
+    }
+}
+
+/// What happened to a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// The command as shown to people.
+    pub command_display: String,
+    /// The working directory used.
+    pub cwd: String,
+    /// The exit code when it exited normally.
+    pub exit_code: Option<i32>,
+    /// How it ended.
+    pub termination: Termination,
+    /// Wall-clock milliseconds.
+    pub duration_ms: u64,
+    /// Captured stdout (head and tail when cut).
+    pub stdout: String,
+    /// Whether stdout was cut.
+    pub stdout_truncated: bool,
+    /// Captured stderr (head and tail when cut).
+    pub stderr: String,
+    /// Whether stderr was cut.
+    pub stderr_truncated: bool,
+}
+
+/// Ask the host to run a command (policy, approval, confinement and caps are the host's).
+pub fn run_process(cmd: &Command) -> Result<Outcome, Failure> {
+    let req = process::CommandRequest {
+        command: cmd.command.clone(),
+        args: cmd.args.clone(),
+        shell_string: cmd.shell_string.clone(),
+        cwd: cmd.cwd.clone(),
+        env: cmd.env.clone(),
+        timeout_ms: cmd.timeout_ms,
+        purpose: cmd.purpose.clone(),
+    };
+    let out = process::run(&req).map_err(Failure::from_wit)?;
+    Ok(Outcome {
+        command_display: out.command_display,
+        cwd: out.cwd,
+        exit_code: out.exit_code,
+        termination: match out.termination {
+            process::Termination::Exited => Termination::Exited,
+            process::Termination::TimedOut => Termination::TimedOut,
+            process::Termination::Cancelled => Termination::Cancelled,
+            process::Termination::Signalled => Termination::Signalled,
+            process::Termination::SpawnFailed => Termination::SpawnFailed,
+        },
+        duration_ms: out.duration_ms,
+        stdout: out.stdout,
+        stdout_truncated: out.stdout_truncated,
+        stderr: out.stderr,
+        stderr_truncated: out.stderr_truncated,
+    })
+}
+
+/// Read a per-run value this component stored earlier in the same run.
+pub fn state_get(key: &str) -> Option<String> {
+    run_state::get(key)
+}
+
+/// Store a per-run value (kept by the host, outside the workspace).
+pub fn state_set(key: &str, value: &str) -> Result<(), Failure> {
+    run_state::set(key, value).map_err(Failure::from_wit)
+}
+
+/// Severity of a log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Very detailed.
+    Trace,
+    /// Debugging.
+    Debug,
+    /// Information.
+    Info,
+    /// Unexpected but survivable.
+    Warn,
+    /// Failed.
+    Error,
+}
+
+/// Write a line to the host's log (never into a tool result).
+pub fn log(level: Level, message: &str) {
+    let level = match level {
+        Level::Trace => wlog::Level::Trace,
+        Level::Debug => wlog::Level::Debug,
+        Level::Info => wlog::Level::Info,
+        Level::Warn => wlog::Level::Warn,
+        Level::Error => wlog::Level::Error,
+    };
+    wlog::log(level, message);
+}

@@ -1,0 +1,52 @@
+//! What a tool declares it needs from the host.
+
+use crate::wit::cheng::tool::types as wt;
+
+/// Filesystem access to the workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FsAccess {
+    /// No files.
+    None,
+    /// Read-only.
+    Read,
+    /// Read-write.
+    Write,
+}
+
+/// What a tool needs. The host grants the intersection of this and the operator's grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Needs {
+    /// Filesystem access.
+    pub fs: FsAccess,
+    /// Whether it asks the host to run processes.
+    pub spawn: bool,
+    /// Network hosts it wants (`host` or `host:port`).
+    pub network: &'static [&'static str],
+}
+
+impl Needs {
+    /// Nothing at all.
+    pub const NONE: Needs = Needs { fs: FsAccess::None, spawn: false, network: &[] };
+    /// The workspace, read-only.
+    pub const READ: Needs = Needs { fs: FsAccess::Read, spawn: false, network: &[] };
+    /// The workspace, read-write.
+    pub const WRITE: Needs = Needs { fs: FsAccess::Write, spawn: false, network: &[] };
+
+    /// The same, plus process spawning through the host.
+    pub const fn with_spawn(mut self) -> Self {
+        self.spawn = true;
+        self
+    }
+
+    pub(crate) fn to_wit(self) -> wt::Needs {
+        wt::Needs {
+            fs: match self.fs {
+                FsAccess::None => wt::FsAccess::None,
+                FsAccess::Read => wt::FsAccess::Read,
+                FsAccess::Write => wt::FsAccess::Write,
+            },
+            spawn: self.spawn,
+            network: self.network.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+}
