@@ -31,6 +31,7 @@
 
 pub mod approvals;
 pub mod builtin;
+pub mod guard;
 mod error;
 pub mod policy;
 pub mod records;

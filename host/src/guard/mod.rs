@@ -1,0 +1,262 @@
+//! The workspace guard: every path the host itself touches for a tool goes through it.
+//!
+//! Two layers. The lexical rules (shared with the SDK, in `cheng-path-rules`) refuse NUL
+//! bytes, Windows drive and UNC forms, absolute paths outside the root, and `..`
+//! segments that climb above it — before anything is opened. Then the remaining relative
+//! path is resolved *beneath* the root's directory handle with no symlink, no magic link
+//! and no mount point allowed anywhere on the way (Linux `openat2` with
+//! `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS`;
+//! elsewhere, or on kernels without `openat2`, an equivalent walk one segment at a time
+//! with `O_NOFOLLOW`). Nothing is canonicalized and compared as strings.
+//!
+//! The root itself is resolved once, when the guard is made (it may sit behind a
+//! symlink, e.g. `/tmp` on macOS); refusals quote that resolved root.
+//!
+//! # Example
+//!
+//! ```
+//! use cheng_host::guard::Guard;
+//!
+//! let dir = std::env::temp_dir().join(format!("guard-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(dir.join("src")).unwrap();
+//! let guard = Guard::new(&dir).unwrap();
+//! assert!(guard.open("src").is_ok());
+//! let err = guard.open("../etc/passwd").unwrap_err();
+//! assert!(err.to_string().starts_with("Refusing path \"../etc/passwd\": it escapes the workspace root"));
+//! # std::fs::remove_dir_all(&dir).unwrap();
+//! ```
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use cheng_path_rules::{Refusal, lexical, not_found_message, symlink_message};
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+
+/// Why the guard refused a path. The `Display` text is the message a model sees.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GuardError {
+    /// Refused on its text alone.
+    #[error("{message}")]
+    Lexical {
+        /// Which rule.
+        refusal: Refusal,
+        /// The message.
+        message: String,
+    },
+    /// A symbolic link lies between the root and the target (the target included).
+    #[error("{message}")]
+    Symlink {
+        /// The message.
+        message: String,
+    },
+    /// The path crosses into another filesystem (a mount point).
+    #[error("{message}")]
+    MountPoint {
+        /// The message.
+        message: String,
+    },
+    /// Nothing exists at the path (inside the workspace).
+    #[error("{message}")]
+    NotFound {
+        /// The message.
+        message: String,
+    },
+    /// Another error from the filesystem.
+    #[error("{message}")]
+    Io {
+        /// The message.
+        message: String,
+    },
+}
+
+impl GuardError {
+    /// The stable error kind a caller sees.
+    pub fn kind(&self) -> crate::ErrorKind {
+        match self {
+            GuardError::NotFound { .. } => crate::ErrorKind::NotFound,
+            GuardError::Io { .. } => crate::ErrorKind::Io,
+            _ => crate::ErrorKind::PathRefused,
+        }
+    }
+}
+
+/// A workspace root and a handle on it.
+#[derive(Debug)]
+pub struct Guard {
+    root: PathBuf,
+    root_str: String,
+    root_fd: OwnedFd,
+}
+
+/// A path that passed the guard: an `O_PATH` handle on it and its relative form.
+#[derive(Debug)]
+pub struct Opened {
+    /// The handle (usable with `*at` calls, or through `/proc/self/fd`).
+    pub fd: OwnedFd,
+    /// The path relative to the root, normalized.
+    pub rel: String,
+}
+
+impl Guard {
+    /// A guard for the workspace at `root`, resolved once.
+    pub fn new(root: &Path) -> Result<Guard, GuardError> {
+        let resolved = std::fs::canonicalize(root).map_err(|e| GuardError::NotFound {
+            message: format!("The workspace \"{}\" cannot be opened: {e}", root.display()),
+        })?;
+        let root_fd = rustix::fs::open(
+            &resolved,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| GuardError::NotFound {
+            message: format!("The workspace \"{}\" is not a directory: {e}", root.display()),
+        })?;
+        let root_str = resolved.to_string_lossy().into_owned();
+        Ok(Guard { root: resolved, root_str, root_fd })
+    }
+
+    /// The resolved workspace root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Resolve `path` (as a model sent it) to an existing file or directory.
+    pub fn open(&self, path: &str) -> Result<Opened, GuardError> {
+        let rel = lexical(path, &self.root_str).map_err(|refusal| GuardError::Lexical {
+            refusal,
+            message: refusal.message(path, &self.root_str),
+        })?;
+        let fd = self.open_beneath(rel.as_str()).map_err(|e| self.explain(path, rel.as_str(), e))?;
+        if rel.trailing_slash() {
+            let st = rustix::fs::fstat(&fd).map_err(|e| self.explain(path, rel.as_str(), e))?;
+            if !rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir() {
+                return Err(self.explain(path, rel.as_str(), Errno::NOTDIR));
+            }
+        }
+        Ok(Opened { fd, rel: rel.normalized() })
+    }
+
+    /// Resolve `rel` (already through the lexical rules) beneath the root.
+    fn open_beneath(&self, rel: &str) -> Result<OwnedFd, Errno> {
+        #[cfg(target_os = "linux")]
+        {
+            use rustix::fs::ResolveFlags;
+            let flags = ResolveFlags::BENEATH
+                | ResolveFlags::NO_SYMLINKS
+                | ResolveFlags::NO_XDEV
+                | ResolveFlags::NO_MAGICLINKS;
+            for _ in 0..8 {
+                match rustix::fs::openat2(
+                    self.root_fd.as_fd(),
+                    rel,
+                    OFlags::PATH | OFlags::CLOEXEC,
+                    Mode::empty(),
+                    flags,
+                ) {
+                    // The kernel asks for a retry when a rename raced the lookup.
+                    Err(Errno::AGAIN) => continue,
+                    Err(Errno::NOSYS) => return walk_beneath(self.root_fd.as_fd(), rel),
+                    other => return other,
+                }
+            }
+            Err(Errno::AGAIN)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            walk_beneath(self.root_fd.as_fd(), rel)
+        }
+    }
+
+    /// Turn a resolution error into the message a model sees.
+    fn explain(&self, path: &str, rel: &str, e: Errno) -> GuardError {
+        match e {
+            Errno::NOENT | Errno::NOTDIR => {
+                GuardError::NotFound { message: not_found_message(path) }
+            }
+            Errno::LOOP => {
+                let link = self.first_symlink(rel).unwrap_or_else(|| rel.to_string());
+                GuardError::Symlink { message: symlink_message(path, &link, &self.root_str) }
+            }
+            Errno::XDEV => GuardError::MountPoint {
+                message: format!(
+                    "Refusing path \"{}\": it crosses a mount point inside the workspace root \"{}\"",
+                    cheng_path_rules::display_path(path),
+                    self.root_str
+                ),
+            },
+            other => GuardError::Io {
+                message: format!("cannot open \"{}\": {}", cheng_path_rules::display_path(path), std::io::Error::from(other)),
+            },
+        }
+    }
+
+    /// The first segment of `rel` that is a symbolic link (for messages only).
+    fn first_symlink(&self, rel: &str) -> Option<String> {
+        let mut so_far = PathBuf::new();
+        let mut stack: Vec<String> = Vec::new();
+        for seg in rel.split('/') {
+            if seg == ".." {
+                stack.pop();
+                so_far.pop();
+                continue;
+            }
+            stack.push(seg.to_string());
+            so_far.push(seg);
+            let st = rustix::fs::statat(self.root_fd.as_fd(), &so_far, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok()?;
+            if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink {
+                return Some(stack.join("/"));
+            }
+        }
+        None
+    }
+}
+
+/// Resolve `rel` beneath `root` one segment at a time: each segment opened with
+/// `O_NOFOLLOW` (a symlink fails), each directory checked to be on the root's device,
+/// and `..` taken back to the directory it came from (never above the root, which the
+/// lexical rules already ensured). The same answers as `openat2` with the guard's flags.
+pub fn walk_beneath(root: std::os::fd::BorrowedFd<'_>, rel: &str) -> Result<OwnedFd, Errno> {
+    let root_dev = rustix::fs::fstat(root)?.st_dev;
+    let mut stack: Vec<OwnedFd> = vec![rustix::io::dup(root)?];
+    // Whether the top of the stack is a directory (a later segment needs one).
+    let mut top_is_dir = true;
+    for seg in rel.split('/').filter(|s| !s.is_empty()) {
+        if !top_is_dir {
+            return Err(Errno::NOTDIR);
+        }
+        if seg == "." {
+            continue;
+        }
+        if seg == ".." {
+            if stack.len() == 1 {
+                return Err(Errno::XDEV);
+            }
+            stack.pop();
+            continue;
+        }
+        let parent = stack.last().expect("the root stays on the stack");
+        let st = rustix::fs::statat(parent, seg, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)?;
+        let ft = rustix::fs::FileType::from_raw_mode(st.st_mode);
+        if ft == rustix::fs::FileType::Symlink {
+            return Err(Errno::LOOP);
+        }
+        if st.st_dev != root_dev {
+            return Err(Errno::XDEV);
+        }
+        let fd = rustix::fs::openat(parent, seg, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())?;
+        // Re-check through the handle: the entry may have been swapped since statat.
+        let st2 = rustix::fs::fstat(&fd)?;
+        if st2.st_ino != st.st_ino || st2.st_dev != st.st_dev {
+            return Err(Errno::AGAIN);
+        }
+        top_is_dir = ft == rustix::fs::FileType::Directory;
+        stack.push(fd);
+    }
+    // A trailing `..` or `.` resolves to a directory already on the stack.
+    Ok(stack.pop().expect("the root stays on the stack"))
+}
+
+#[cfg(test)]
+mod tests;
