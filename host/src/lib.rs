@@ -31,6 +31,7 @@
 
 pub mod approvals;
 pub mod builtin;
+pub mod grant;
 pub mod guard;
 mod error;
 pub mod policy;
@@ -52,7 +53,8 @@ pub use records::{CallRecord, Status};
 pub use runtime::component::{FsAccess, Needs, ToolSpec};
 
 use approvals::{Approver, RefuseAll};
-use policy::{Config, Policy};
+use grant::{FsGrant, Grant};
+use policy::{Config, FsGrantConfig, PluginConfig, Policy};
 use registry::Registry;
 use runstate::RunStateStore;
 use runtime::cache::ComponentCache;
@@ -182,6 +184,20 @@ pub struct HostBuilder {
     cache_dir: Option<PathBuf>,
     state_dir: Option<PathBuf>,
     on_compile: Arc<dyn Fn(&str) + Send + Sync>,
+    plugins: Vec<PluginSpec>,
+}
+
+/// A third-party component to load.
+#[derive(Debug, Clone)]
+pub struct PluginSpec {
+    /// Its id (`[a-z][a-z0-9-]{0,15}`); tools register as `<id>__<tool>`.
+    pub id: String,
+    /// The component's bytes.
+    pub wasm: Vec<u8>,
+    /// Where it came from (for messages).
+    pub origin: String,
+    /// What it is granted.
+    pub grant: Grant,
 }
 
 impl Default for HostBuilder {
@@ -199,7 +215,16 @@ impl HostBuilder {
             cache_dir: None,
             state_dir: None,
             on_compile: Arc::new(|_| {}),
+            plugins: Vec::new(),
         }
+    }
+
+    /// Load a third-party component with `grant`. Its tools are granted to no role
+    /// until a role names them. A plugin that cannot be loaded is reported by
+    /// [`Host::load_errors`]; the host and the other plugins keep working.
+    pub fn plugin(&mut self, spec: PluginSpec) -> &mut Self {
+        self.plugins.push(spec);
+        self
     }
 
     /// Use this configuration (roles, limits, approvals, tool settings).
@@ -256,6 +281,21 @@ impl HostBuilder {
             .await?;
             registry.add(Arc::new(c), "")?;
         }
+        let mut load_errors = Vec::new();
+        let mut specs = self.plugins.clone();
+        for pc in &self.config.plugins {
+            match plugin_from_config(&self.config, pc) {
+                Ok(spec) => specs.push(spec),
+                Err(e) => load_errors.push(e),
+            }
+        }
+        for spec in specs {
+            let origin = spec.origin.clone();
+            if let Err(e) = load_plugin(spec, engine.engine(), &linker, &cache, self.on_compile.as_ref(), &mut registry).await {
+                tracing::warn!(target: "cheng::plugins", plugin = %origin, "plugin refused: {e}");
+                load_errors.push(e);
+            }
+        }
         let run_state = RunStateStore::new(self.state_dir.as_ref().map(|d| d.join("runs")));
         Ok(Host {
             inner: Arc::new(Inner {
@@ -268,6 +308,7 @@ impl HostBuilder {
                 approver: self.approver.clone(),
                 run_state,
                 on_compile: self.on_compile.clone(),
+                load_errors,
             }),
         })
     }
@@ -289,6 +330,7 @@ struct Inner {
     approver: Arc<dyn Approver>,
     run_state: RunStateStore,
     on_compile: Arc<dyn Fn(&str) + Send + Sync>,
+    load_errors: Vec<String>,
 }
 
 /// Is `run` usable as a run id (it names a directory in the state dir)?
@@ -303,6 +345,11 @@ impl Host {
     /// The policy in force.
     pub fn policy(&self) -> &Policy {
         &self.inner.policy
+    }
+
+    /// Plugins that could not be loaded, one message each (the rest work).
+    pub fn load_errors(&self) -> &[String] {
+        &self.inner.load_errors
     }
 
     /// Every registered tool.
@@ -434,9 +481,9 @@ impl Host {
             return fail(Status::Error, ErrorKind::InvalidArgument, format!("bad arguments for \"{tool}\": {why}"));
         }
         // 4. The workspace: resolved once per call (it may sit behind a symlink).
-        let workspace = match resolve_workspace(&cx.workspace) {
-            Ok(w) => w,
-            Err(message) => return fail(Status::Error, ErrorKind::NotFound, message),
+        let guard = match guard::Guard::new(&cx.workspace) {
+            Ok(g) => g,
+            Err(e) => return fail(Status::Error, ErrorKind::NotFound, e.to_string()),
         };
         // 5. The instance.
         let pre = match entry
@@ -459,11 +506,14 @@ impl Host {
             tool: tool.to_string(),
             run: cx.run.clone(),
             role: cx.role.clone(),
-            spawn_granted: false,
+            spawn_granted: spec.needs.spawn && entry.component.grant.spawn,
             approver: inner.approver.clone(),
             approval_timeout: Duration::from_millis(inner.config.approvals.timeout_ms.max(1000)),
             run_state: inner.run_state.scope(&cx.run, &entry.component.name),
         });
+        let mounts = grant::mounts(spec.needs.fs, &entry.component.grant.fs);
+        let memory_mb = entry.component.grant.memory_mb.unwrap_or(inner.config.limits.memory_mb);
+        let cpu_ms = entry.component.grant.cpu_ms.unwrap_or(inner.config.limits.cpu_ms);
         let input_text = input.to_string();
         let outcome = runtime::call::call(CallSpec {
             engine: inner.engine.engine(),
@@ -471,10 +521,10 @@ impl Host {
             local_name: &spec.name,
             display_name: tool,
             input: &input_text,
-            workspace: &workspace,
-            fs: spec.needs.fs,
-            memory: (inner.config.limits.memory_mb as usize).saturating_mul(1 << 20),
-            cpu: Duration::from_millis(inner.config.limits.cpu_ms),
+            guard: &guard,
+            mounts: &mounts,
+            memory: (memory_mb as usize).saturating_mul(1 << 20),
+            cpu: Duration::from_millis(cpu_ms),
             call_id,
             info,
         })
@@ -495,13 +545,104 @@ impl Host {
     }
 }
 
-/// The workspace root, resolved (symlinks in its own path followed once) and checked to
-/// be a directory.
-fn resolve_workspace(path: &Path) -> Result<PathBuf, String> {
-    let resolved = std::fs::canonicalize(path)
-        .map_err(|e| format!("The workspace \"{}\" cannot be opened: {e}", path.display()))?;
-    if !resolved.is_dir() {
-        return Err(format!("The workspace \"{}\" is not a directory", path.display()));
+/// Whether `id` is a valid plugin id: `[a-z][a-z0-9-]{0,15}`.
+pub fn valid_plugin_id(id: &str) -> bool {
+    let mut chars = id.chars();
+    matches!(chars.next(), Some('a'..='z'))
+        && id.len() <= 16
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// Check a plugin's sub-folder grant: relative, inside the workspace, never the whole
+/// workspace for writing, never `.git`.
+fn check_grant_folder(id: &str, folder: &str, write: bool) -> Result<String, String> {
+    let rel = cheng_path_rules::lexical(folder, "/").map_err(|r| format!("plugin \"{id}\": grant folder \"{folder}\" is refused: {r}"))?;
+    let norm = rel.normalized();
+    if folder.starts_with('/') {
+        return Err(format!("plugin \"{id}\": grant folder \"{folder}\" must be relative to the workspace"));
     }
-    Ok(resolved)
+    if write && norm == "." {
+        return Err(format!("plugin \"{id}\": a plugin never gets write access to the whole workspace; name sub-folders"));
+    }
+    if norm == ".git" || norm.starts_with(".git/") || (norm == "." && write) {
+        return Err(format!("plugin \"{id}\": grant folder \"{folder}\" would expose .git"));
+    }
+    Ok(norm)
+}
+
+/// A plugin entry from `cheng.toml`, read and checked (pin, id, grants).
+fn plugin_from_config(cfg: &Config, pc: &PluginConfig) -> Result<PluginSpec, String> {
+    let id = &pc.id;
+    if !valid_plugin_id(id) {
+        return Err(format!("plugin id \"{id}\" must match [a-z][a-z0-9-]{{0,15}}"));
+    }
+    if !pc.network.is_empty() {
+        return Err(format!(
+            "plugin \"{id}\": network grants ({}) are not supported yet; remove `network` to load it without network access",
+            pc.network.join(", ")
+        ));
+    }
+    let base = cfg.source.as_ref().and_then(|p| p.parent()).map(Path::to_path_buf).unwrap_or_default();
+    let path = base.join(&pc.path);
+    let wasm = std::fs::read(&path).map_err(|e| format!("plugin \"{id}\": cannot read {}: {e}", path.display()))?;
+    let actual = runtime::cache::sha256_hex(&wasm);
+    match &pc.sha256 {
+        Some(expected) if !expected.eq_ignore_ascii_case(&actual) => {
+            return Err(format!(
+                "plugin \"{id}\": {} has sha256 {actual}, but cheng.toml pins {expected}; refusing to load it",
+                path.display()
+            ));
+        }
+        None if !cfg.allow_unpinned_plugins => {
+            return Err(format!(
+                "plugin \"{id}\": no sha256 pin in cheng.toml; add sha256 = \"{actual}\" after vetting {}",
+                path.display()
+            ));
+        }
+        _ => {}
+    }
+    let fs = match &pc.fs {
+        FsGrantConfig::Simple(s) if s == "none" => FsGrant::None,
+        FsGrantConfig::Simple(s) if s == "read" => FsGrant::Read,
+        FsGrantConfig::Simple(s) => {
+            return Err(format!("plugin \"{id}\": fs = \"{s}\" is not none, read, or {{ read = [...], write = [...] }}"));
+        }
+        FsGrantConfig::Scoped { read, write } => FsGrant::Scoped {
+            read: read.iter().map(|f| check_grant_folder(id, f, false)).collect::<Result<_, _>>()?,
+            write: write.iter().map(|f| check_grant_folder(id, f, true)).collect::<Result<_, _>>()?,
+        },
+    };
+    Ok(PluginSpec {
+        id: id.clone(),
+        wasm,
+        origin: path.display().to_string(),
+        grant: Grant { fs, spawn: pc.spawn, memory_mb: pc.memory_mb, cpu_ms: pc.timeout_ms },
+    })
+}
+
+/// Load one plugin and register its tools as `<id>__<tool>`.
+async fn load_plugin(
+    spec: PluginSpec,
+    engine: &wasmtime::Engine,
+    linker: &Linker<StoreState>,
+    cache: &ComponentCache,
+    on_compile: &(dyn Fn(&str) + Send + Sync),
+    registry: &mut Registry,
+) -> Result<(), String> {
+    let id = spec.id.clone();
+    if !valid_plugin_id(&id) {
+        return Err(format!("plugin id \"{id}\" must match [a-z][a-z0-9-]{{0,15}}"));
+    }
+    let origin = spec.origin.clone();
+    let mut c = LoadedComponent::load(&id, Source::Owned(Arc::new(spec.wasm), PathBuf::from(&origin)), engine, linker, cache, on_compile)
+        .await
+        .map_err(|e| format!("plugin \"{id}\" ({origin}): {e}"))?;
+    c.grant = spec.grant;
+    for t in &c.tools {
+        let name = format!("{id}__{}", t.name);
+        if name.len() > 64 {
+            return Err(format!("plugin \"{id}\": tool name \"{name}\" is longer than 64 characters"));
+        }
+    }
+    registry.add(Arc::new(c), &format!("{id}__")).map_err(|e| e.to_string())
 }

@@ -50,6 +50,12 @@ impl GuestBuild {
         GuestBuild { workspace: manifest_dir.join(dir), watch: Vec::new() }
     }
 
+    /// A build of the cargo workspace in `dir` (an absolute path), for use outside build
+    /// scripts (e.g. tests that build guest programs on demand with [`GuestBuild::compile`]).
+    pub fn at(dir: impl Into<PathBuf>) -> Self {
+        GuestBuild { workspace: dir.into(), watch: Vec::new() }
+    }
+
     /// Also rebuild when anything under `path` (relative to the calling crate) changes.
     pub fn watch(mut self, path: impl AsRef<Path>) -> Self {
         let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("run from build.rs"));
@@ -58,14 +64,26 @@ impl GuestBuild {
     }
 
     /// Build every cdylib in the workspace and return the components, in package-name
-    /// order. On failure this prints a `cargo::error` line and exits the build script.
+    /// order. For build scripts: prints `rerun-if-changed` lines, and on failure a
+    /// `cargo::error` line, then exits the build script.
     pub fn build(self) -> Vec<Guest> {
-        let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
         for p in self.watch_list() {
             println!("cargo::rerun-if-changed={}", p.display());
         }
-        ensure_target();
-        let target_dir = guest_target_dir();
+        if let Err(msg) = ensure_target() {
+            fail(&msg);
+        }
+        match self.compile(&guest_target_dir()) {
+            Ok(guests) => guests,
+            Err(msg) => fail(&msg),
+        }
+    }
+
+    /// Build every cdylib in the workspace into `target_dir` and return the components,
+    /// in package-name order; the compiler's diagnostics go to stderr.
+    pub fn compile(&self, target_dir: &Path) -> Result<Vec<Guest>, String> {
+        ensure_target()?;
+        let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
         let mut cmd = Command::new(&cargo);
         cmd.current_dir(&self.workspace)
             .args(["build", "--release", "--workspace", "--locked", "--target", TARGET])
@@ -73,13 +91,12 @@ impl GuestBuild {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
         clean_env(&mut cmd);
-        cmd.env("CARGO_TARGET_DIR", &target_dir);
-        let out = match cmd.output() {
-            Ok(out) => out,
-            Err(e) => fail(&format!("could not run `{cargo} build` for the guest components: {e}")),
-        };
+        cmd.env("CARGO_TARGET_DIR", target_dir);
+        let out = cmd
+            .output()
+            .map_err(|e| format!("could not run `{cargo} build` for the guest components: {e}"))?;
         if !out.status.success() {
-            fail(&format!(
+            return Err(format!(
                 "building the guest components in {} failed (see the compiler output above)",
                 self.workspace.display()
             ));
@@ -102,7 +119,7 @@ impl GuestBuild {
             }
         }
         guests.sort_by(|a, b| a.package.cmp(&b.package));
-        guests
+        Ok(guests)
     }
 
     /// Every path whose change should re-run the build: the workspace's manifests and
@@ -134,8 +151,9 @@ impl GuestBuild {
     }
 }
 
-/// `<outer target dir>/guests`: one nested target dir shared by every guest build.
-fn guest_target_dir() -> PathBuf {
+/// `<outer target dir>/guests`: one nested target dir shared by every guest build
+/// (for build scripts; tests pass their own to [`GuestBuild::compile`]).
+pub fn guest_target_dir() -> PathBuf {
     if let Ok(dir) = env::var("CARGO_TARGET_DIR") {
         return PathBuf::from(dir).join("guests");
     }
@@ -168,10 +186,11 @@ fn clean_env(cmd: &mut Command) {
     }
 }
 
-/// Make sure the standard library for `wasm32-wasip2` is installed.
-fn ensure_target() {
+/// Make sure the standard library for `wasm32-wasip2` is installed, adding it through
+/// rustup if needed; the error is one sentence naming the command to run.
+pub fn ensure_target() -> Result<(), String> {
     if target_installed() {
-        return;
+        return Ok(());
     }
     let toolchain = env::var("RUSTUP_TOOLCHAIN").ok();
     let mut add = Command::new("rustup");
@@ -186,8 +205,11 @@ fn ensure_target() {
             Some(t) => format!("rustup target add {TARGET} --toolchain {t}"),
             None => format!("rustup target add {TARGET}"),
         };
-        fail(&format!("the {TARGET} target is not installed and could not be added; run `{cmd}` and build again"));
+        return Err(format!(
+            "the {TARGET} target is not installed and could not be added; run `{cmd}` and build again"
+        ));
     }
+    Ok(())
 }
 
 fn target_installed() -> bool {

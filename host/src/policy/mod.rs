@@ -85,6 +85,12 @@ pub struct Config {
     /// Per-tool settings, by tool name (kept as TOML for the tool's own reader).
     #[serde(default)]
     pub tools: BTreeMap<String, toml::Table>,
+    /// Third-party components to load.
+    #[serde(default)]
+    pub plugins: Vec<PluginConfig>,
+    /// Load plugins whose entry has no `sha256` (default false: a pin is required).
+    #[serde(default)]
+    pub allow_unpinned_plugins: bool,
     /// Where the file came from (not part of the file).
     #[serde(skip)]
     pub source: Option<PathBuf>,
@@ -119,6 +125,54 @@ impl Default for LimitsConfig {
     }
 }
 
+/// One third-party component (`[[plugins]]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginConfig {
+    /// Its id: `[a-z][a-z0-9-]{0,15}`; its tools are registered as `<id>__<tool>`.
+    pub id: String,
+    /// The `.wasm` file, relative to the configuration file's directory.
+    pub path: PathBuf,
+    /// The expected SHA-256 of the file (lower-case hex).
+    pub sha256: Option<String>,
+    /// Filesystem grant: `"none"`, `"read"`, or `{ read = [...], write = [...] }`.
+    #[serde(default)]
+    pub fs: FsGrantConfig,
+    /// Process spawning through the host.
+    #[serde(default)]
+    pub spawn: bool,
+    /// Network hosts (refused at load until the web tools exist).
+    #[serde(default)]
+    pub network: Vec<String>,
+    /// Memory limit in MiB.
+    pub memory_mb: Option<u64>,
+    /// CPU deadline in milliseconds.
+    pub timeout_ms: Option<u64>,
+}
+
+/// A plugin's filesystem grant as written in the file.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum FsGrantConfig {
+    /// `"none"` or `"read"`.
+    Simple(String),
+    /// Sub-folders.
+    Scoped {
+        /// Read-only sub-folders.
+        #[serde(default)]
+        read: Vec<String>,
+        /// Read-write sub-folders.
+        #[serde(default)]
+        write: Vec<String>,
+    },
+}
+
+impl Default for FsGrantConfig {
+    fn default() -> Self {
+        FsGrantConfig::Simple("none".into())
+    }
+}
+
 fn default_memory() -> u64 {
     DEFAULT_MEMORY_MB
 }
@@ -148,11 +202,15 @@ fn default_approval_timeout() -> u64 {
 impl Config {
     /// Parse a configuration from TOML text; `origin` names it in errors.
     pub fn from_toml_str(text: &str, origin: &str) -> Result<Config, ConfigError> {
+        Self::parse(text, origin, Some(PathBuf::from(origin)))
+    }
+
+    fn parse(text: &str, origin: &str, source: Option<PathBuf>) -> Result<Config, ConfigError> {
         let mut cfg: Config = toml::from_str(text).map_err(|e| ConfigError {
             path: origin.to_string(),
             message: describe_toml_error(text, &e),
         })?;
-        cfg.source = Some(PathBuf::from(origin));
+        cfg.source = source;
         cfg.policy()?;
         Ok(cfg)
     }
@@ -163,7 +221,8 @@ impl Config {
             path: path.display().to_string(),
             message: format!("cannot read it: {e}"),
         })?;
-        Self::from_toml_str(&text, &path.display().to_string())
+        let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        Self::parse(&text, &path.display().to_string(), Some(abs))
     }
 
     /// The resolved role table.

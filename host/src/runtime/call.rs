@@ -1,7 +1,6 @@
 //! Running one call: a fresh `Store` from the component's `InstancePre`, the workspace
 //! preopened per grant, limits armed, and every outcome mapped to a [`GuestOutcome`].
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,7 +8,8 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::bindings::{ToolPre, types};
-use super::component::FsAccess;
+use crate::grant::Mount;
+use crate::guard::Guard;
 use super::store::{CallInfo, CapturedOutput, CpuBudget, Limiter, StoreState};
 use crate::error::ErrorKind;
 
@@ -44,10 +44,10 @@ pub struct CallSpec<'a> {
     pub display_name: &'a str,
     /// Input JSON text.
     pub input: &'a str,
-    /// The resolved workspace root.
-    pub workspace: &'a Path,
-    /// Filesystem grant for this call.
-    pub fs: FsAccess,
+    /// The workspace guard (its root is the resolved workspace).
+    pub guard: &'a Guard,
+    /// Directories to preopen.
+    pub mounts: &'a [Mount],
     /// Memory limit in bytes.
     pub memory: usize,
     /// CPU deadline.
@@ -58,7 +58,7 @@ pub struct CallSpec<'a> {
     pub info: Arc<CallInfo>,
 }
 
-fn wasi_ctx(fs: FsAccess, workspace: &Path, out: &CapturedOutput, err: &CapturedOutput) -> Result<wasmtime_wasi::WasiCtx, String> {
+fn wasi_ctx(mounts: &[Mount], guard: Option<&Guard>, out: &CapturedOutput, err: &CapturedOutput) -> Result<wasmtime_wasi::WasiCtx, String> {
     let mut b = WasiCtxBuilder::new();
     // No environment, no arguments, no stdin, no sockets, no name lookup: the default
     // builder grants none of them; the network switches are spelled out anyway.
@@ -71,14 +71,28 @@ fn wasi_ctx(fs: FsAccess, workspace: &Path, out: &CapturedOutput, err: &Captured
         // (measured several times faster; the multi-threaded runtime keeps other
         // calls moving).
         .allow_blocking_current_thread(true);
-    let perms = match fs {
-        FsAccess::None => None,
-        FsAccess::Read => Some(FsPerms::ReadOnly),
-        FsAccess::Write => Some(FsPerms::ReadWrite),
-    };
-    if let Some(perms) = perms {
-        b.preopened_dir(workspace, GUEST_ROOT, perms)
-            .map_err(|e| format!("cannot open the workspace {}: {e}", workspace.display()))?;
+    for m in mounts {
+        let Some(guard) = guard else { break };
+        let perms = if m.write { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
+        if m.rel == "." {
+            b.preopened_dir(guard.root(), GUEST_ROOT, perms)
+                .map_err(|e| format!("cannot open the workspace {}: {e}", guard.root().display()))?;
+            continue;
+        }
+        // A granted sub-folder is opened through the guard (no symlink, no mount point
+        // on the way) and handed over by its descriptor, so nothing can swap it between
+        // the check and the open.
+        let opened = match guard.open(&m.rel) {
+            Ok(o) => o,
+            Err(e) => {
+                tracing::warn!(target: "cheng::grants", folder = %m.rel, "granted folder not mounted: {e}");
+                continue;
+            }
+        };
+        let by_fd = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&opened.fd));
+        let guest = format!("{GUEST_ROOT}/{}", opened.rel);
+        b.preopened_dir(&by_fd, &guest, perms)
+            .map_err(|e| format!("cannot open the granted folder \"{}\": {e}", m.rel))?;
     }
     Ok(b.build())
 }
@@ -120,7 +134,7 @@ pub async fn describe(
     cpu: Duration,
 ) -> Result<Vec<types::ToolSpec>, String> {
     let out = CapturedOutput::default();
-    let wasi = wasi_ctx(FsAccess::None, Path::new("/"), &out, &out)?;
+    let wasi = wasi_ctx(&[], None, &out, &out)?;
     let info = Arc::new(CallInfo {
         component: name.to_string(),
         tool: "describe".to_string(),
@@ -144,7 +158,7 @@ pub async fn describe(
 pub async fn call(spec: CallSpec<'_>) -> GuestOutcome {
     let out = CapturedOutput::default();
     let err = CapturedOutput::default();
-    let wasi = match wasi_ctx(spec.fs, spec.workspace, &out, &err) {
+    let wasi = match wasi_ctx(spec.mounts, Some(spec.guard), &out, &err) {
         Ok(w) => w,
         Err(message) => {
             return GuestOutcome::Failed { kind: ErrorKind::Io, message, terminal: false };
@@ -153,8 +167,8 @@ pub async fn call(spec: CallSpec<'_>) -> GuestOutcome {
     let info = spec.info.clone();
     let mut store = new_store(spec.engine, wasi, spec.memory, spec.cpu, info);
     let ctx = types::CallContext {
-        sandbox_root: spec.workspace.to_string_lossy().into_owned(),
-        guest_root: if spec.fs == FsAccess::None { String::new() } else { GUEST_ROOT.to_string() },
+        sandbox_root: spec.guard.root().to_string_lossy().into_owned(),
+        guest_root: if spec.mounts.is_empty() { String::new() } else { GUEST_ROOT.to_string() },
         run_id: spec.info.run.clone(),
         role: spec.info.role.clone(),
         call_id: spec.call_id.to_string(),

@@ -110,6 +110,8 @@ pub struct LoadedComponent {
     pub sha256: String,
     /// Its tools.
     pub tools: Vec<ToolSpec>,
+    /// What the operator granted it (built-ins: their declared needs).
+    pub grant: crate::grant::Grant,
     source: Source,
     pre: OnceCell<ToolPre<StoreState>>,
 }
@@ -139,6 +141,7 @@ impl LoadedComponent {
             name: name.to_string(),
             sha256,
             tools: Vec::new(),
+            grant: crate::grant::Grant::builtin(),
             source,
             pre: OnceCell::new(),
         };

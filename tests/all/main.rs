@@ -1,0 +1,12 @@
+//! Cheng's integration tests: one binary, one module per topic.
+
+// Shared helpers: building guest programs on demand, temporary workspaces, hosts.
+mod util;
+// The foundation's hostile components: every escape attempt contained, with controls.
+mod sandbox;
+// The `cheng` command line, as a user runs it.
+mod cli;
+// read_file and list_dir on real files.
+mod fs_tools;
+// The embedder API: unknown tools, bad arguments, grants, cancellation, concurrency.
+mod host_api;

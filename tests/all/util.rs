@@ -1,0 +1,75 @@
+//! Helpers shared by the integration tests.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use cheng_host::grant::Grant;
+use cheng_host::policy::Config;
+use cheng_host::{Host, HostBuilder, PluginSpec};
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// The cargo target directory the tests run from.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo().join("target"))
+}
+
+/// A state directory shared by every test, so components compile once.
+pub fn shared_state() -> PathBuf {
+    target_dir().join("test-state")
+}
+
+/// The guest programs of `tests/programs`, built once per test run: package name → .wasm.
+pub fn programs() -> &'static HashMap<String, PathBuf> {
+    static PROGRAMS: OnceLock<HashMap<String, PathBuf>> = OnceLock::new();
+    PROGRAMS.get_or_init(|| {
+        let guests = cheng_guest_build::GuestBuild::at(repo().join("tests/programs"))
+            .compile(&target_dir().join("guests"))
+            .expect("the test programs build");
+        guests.into_iter().map(|g| (g.package, g.wasm)).collect()
+    })
+}
+
+/// The bytes of one test program.
+pub fn program(name: &str) -> Vec<u8> {
+    std::fs::read(&programs()[name]).unwrap()
+}
+
+/// A temporary workspace with a few files.
+pub fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("inside.txt"), "inside").unwrap();
+    std::fs::create_dir_all(dir.path().join("docs")).unwrap();
+    std::fs::write(dir.path().join("docs/a.md"), "# A\n").unwrap();
+    std::fs::create_dir_all(dir.path().join("out")).unwrap();
+    dir
+}
+
+/// A host with the built-ins, `plugins`, and a config (TOML text).
+pub async fn host(config: &str, plugins: Vec<PluginSpec>) -> Host {
+    let mut b = HostBuilder::new();
+    b.config(Config::from_toml_str(config, "test.toml").unwrap());
+    b.state_dir(shared_state());
+    for p in plugins {
+        b.plugin(p);
+    }
+    b.build().await.unwrap()
+}
+
+/// A plugin spec for a test program.
+pub fn plugin(id: &str, program_name: &str, grant: Grant) -> PluginSpec {
+    PluginSpec { id: id.into(), wasm: program(program_name), origin: program_name.into(), grant }
+}
+
+/// The `cheng` binary, with a shared state dir and no inherited config.
+pub fn cheng(workspace: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_cheng"));
+    c.arg("--state-dir").arg(shared_state()).arg("--workspace").arg(workspace);
+    c.env_remove("CHENG_CONFIG").env_remove("CHENG_AUTO_APPROVE").env("CHENG_LOG", "error");
+    c.env("XDG_CONFIG_HOME", shared_state().join("no-config"));
+    c
+}

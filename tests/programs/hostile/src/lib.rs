@@ -1,0 +1,156 @@
+//! A hostile component: each action tries one way out of the sandbox (or one way to
+//! hurt the host), and reports what happened. The tests pair each escape with a
+//! positive control — the same action where access is granted — so a broken sandbox
+//! and a broken probe cannot both pass.
+
+use std::io::Write;
+
+use cheng_sdk::host;
+use cheng_sdk::prelude::*;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// What to try.
+    action: String,
+    /// A path, address or host name, per action.
+    #[serde(default)]
+    target: String,
+    /// A second path (link targets).
+    #[serde(default)]
+    to: String,
+    /// A size or count, per action; absent means "without bound".
+    n: Option<u64>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct Output {
+    /// What the action found or produced.
+    detail: String,
+}
+
+fn io(e: std::io::Error) -> Failure {
+    Failure::new(ErrorKind::Io, format!("{:?}: {e}", e.kind())).with_terminal(true)
+}
+
+#[inline(never)]
+fn recurse(depth: u64, limit: Option<u64>) -> u64 {
+    let pad = [depth as u8; 256];
+    if limit.is_some_and(|l| depth >= l) {
+        return pad[0] as u64;
+    }
+    recurse(depth + 1, limit) + std::hint::black_box(pad)[1] as u64
+}
+
+fn act(input: Input) -> Result<Output, Failure> {
+    let detail = match input.action.as_str() {
+        "read" => std::fs::read_to_string(&input.target).map_err(io)?,
+        "list" => {
+            let mut names: Vec<String> = std::fs::read_dir(&input.target)
+                .map_err(io)?
+                .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+                .collect();
+            names.sort();
+            names.join(",")
+        }
+        "write" => {
+            std::fs::write(&input.target, b"pwned").map_err(io)?;
+            "written".into()
+        }
+        "hardlink" => {
+            std::fs::hard_link(&input.target, &input.to).map_err(io)?;
+            "linked".into()
+        }
+        "tcp" => {
+            let s = std::net::TcpStream::connect(&input.target).map_err(io)?;
+            format!("connected to {:?}", s.peer_addr().ok())
+        }
+        "dns" => {
+            use std::net::ToSocketAddrs;
+            let addrs: Vec<_> = (input.target.as_str(), 80).to_socket_addrs().map_err(io)?.collect();
+            format!("resolved {addrs:?}")
+        }
+        "env" => {
+            let vars: Vec<String> = std::env::vars().map(|(k, v)| format!("{k}={v}")).collect();
+            let args: Vec<String> = std::env::args().collect();
+            format!("vars=[{}] args=[{}]", vars.join(","), args.join(","))
+        }
+        "loop" => {
+            let mut x: u64 = 0;
+            let mut i: u64 = 0;
+            while input.n.is_none_or(|n| i < n) {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+                i += 1;
+            }
+            format!("looped {i} times ({x})")
+        }
+        "memory" => {
+            // Grow by 1 MiB at a time, touching every page.
+            let mut blocks: Vec<Vec<u8>> = Vec::new();
+            while input.n.is_none_or(|n| (blocks.len() as u64) < n) {
+                blocks.push(vec![1u8; 1 << 20]);
+            }
+            format!("held {} MiB", blocks.len())
+        }
+        "recurse" => format!("recursed {}", recurse(0, input.n)),
+        "trap" => {
+            if input.n == Some(0) {
+                "no trap".into()
+            } else {
+                core::arch::wasm32::unreachable()
+            }
+        }
+        "panic" => panic!("the hostile probe panicked on purpose"),
+        "flood" => {
+            let chunk = vec![b'x'; 64 * 1024];
+            let total = input.n.unwrap_or(100 << 20);
+            let mut written = 0u64;
+            let mut out = std::io::stdout();
+            let mut err = std::io::stderr();
+            while written < total {
+                let _ = out.write_all(&chunk);
+                let _ = err.write_all(&chunk);
+                written += chunk.len() as u64;
+            }
+            format!("printed {written} bytes to each stream")
+        }
+        "spawn" => {
+            let outcome = host::run_process(&host::Command { command: "true".into(), ..Default::default() })?;
+            format!("spawned: {:?}", outcome.termination)
+        }
+        "approval" => {
+            let d = host::request_approval(&input.target, &format!("detail: {}", input.target), "a test");
+            format!("{d:?}")
+        }
+        other => return Err(Failure::invalid_argument(format!("unknown action {other}"))),
+    };
+    Ok(Output { detail })
+}
+
+/// Declares everything a component can declare: write, spawn.
+pub struct Probe;
+impl Tool for Probe {
+    const NAME: &'static str = "probe";
+    const DESCRIPTION: &'static str = "Tries one thing and reports what happened.";
+    const NEEDS: Needs = Needs::WRITE.with_spawn();
+    type Input = Input;
+    type Output = Output;
+    fn run(input: Input, _cx: &Context) -> Result<Output, Failure> {
+        act(input)
+    }
+}
+
+/// Declares read-only access and nothing else.
+pub struct ProbeRead;
+impl Tool for ProbeRead {
+    const NAME: &'static str = "probe_read";
+    const DESCRIPTION: &'static str = "Like probe, declaring read-only access.";
+    const NEEDS: Needs = Needs::READ;
+    type Input = Input;
+    type Output = Output;
+    fn run(input: Input, _cx: &Context) -> Result<Output, Failure> {
+        act(input)
+    }
+}
+
+cheng_sdk::export_tools!(Probe, ProbeRead);
