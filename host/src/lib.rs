@@ -185,6 +185,7 @@ pub struct HostBuilder {
     state_dir: Option<PathBuf>,
     on_compile: Arc<dyn Fn(&str) + Send + Sync>,
     plugins: Vec<PluginSpec>,
+    engine: runtime::engine::EngineOptions,
 }
 
 /// A third-party component to load.
@@ -216,7 +217,16 @@ impl HostBuilder {
             state_dir: None,
             on_compile: Arc::new(|_| {}),
             plugins: Vec::new(),
+            engine: runtime::engine::EngineOptions::default(),
         }
+    }
+
+    /// Engine options: the pooling allocator (on by default; faster per call, costs a
+    /// little at start), its slots, and the largest memory a component may reach. A
+    /// one-shot process (the CLI's `cheng call`) starts faster without pooling.
+    pub fn engine_options(&mut self, opts: runtime::engine::EngineOptions) -> &mut Self {
+        self.engine = opts;
+        self
     }
 
     /// Load a third-party component with `grant`. Its tools are granted to no role
@@ -262,7 +272,21 @@ impl HostBuilder {
     /// Start the engine and load the built-in components.
     pub async fn build(&mut self) -> Result<Host, HostError> {
         let policy = self.config.policy()?;
-        let engine = EngineHandle::new()?;
+        let t0 = Instant::now();
+        let mut opts = self.engine;
+        // The pool's slots must hold the largest memory any component is allowed.
+        let largest = self
+            .config
+            .plugins
+            .iter()
+            .filter_map(|p| p.memory_mb)
+            .chain(self.plugins.iter().filter_map(|p| p.grant.memory_mb))
+            .chain([self.config.limits.memory_mb])
+            .max()
+            .unwrap_or(policy::DEFAULT_MEMORY_MB);
+        opts.max_memory = opts.max_memory.max((largest as usize).saturating_mul(1 << 20));
+        let engine = EngineHandle::with_options(opts)?;
+        tracing::debug!(target: "cheng::startup", ms = t0.elapsed().as_secs_f64() * 1e3, "engine ready");
         let mut linker = Linker::<StoreState>::new(engine.engine());
         runtime::bindings::add_to_linker(&mut linker)
             .map_err(|e| HostError::Engine(format!("cannot link the host interfaces: {e:#}")))?;
@@ -281,6 +305,7 @@ impl HostBuilder {
             .await?;
             registry.add(Arc::new(c), "")?;
         }
+        tracing::debug!(target: "cheng::startup", ms = t0.elapsed().as_secs_f64() * 1e3, "built-ins described");
         let mut load_errors = Vec::new();
         let mut specs = self.plugins.clone();
         for pc in &self.config.plugins {
@@ -477,9 +502,14 @@ impl Host {
                 format!("bad arguments for \"{tool}\": the input must be a JSON object"),
             );
         }
-        if let Err(why) = entry.validate(input) {
-            return fail(Status::Error, ErrorKind::InvalidArgument, format!("bad arguments for \"{tool}\": {why}"));
-        }
+        // The first validation of a tool compiles its schema (about a millisecond, most
+        // of it one-time setup); it then runs beside the instance loading below.
+        let validation = if entry.validator_ready() {
+            Ok(entry.validate(input))
+        } else {
+            let (e, i) = (entry.clone(), input.clone());
+            Err(tokio::task::spawn_blocking(move || e.validate(&i)))
+        };
         // 4. The workspace: resolved once per call (it may sit behind a symlink).
         let guard = match guard::Guard::new(&cx.workspace) {
             Ok(g) => g,
@@ -500,6 +530,14 @@ impl Host {
                 );
             }
         };
+        tracing::trace!(target: "cheng::calls", us = started.elapsed().as_secs_f64() * 1e6, "instance ready");
+        let valid = match validation {
+            Ok(v) => v,
+            Err(task) => task.await.unwrap_or_else(|e| Err(format!("schema validation failed: {e}"))),
+        };
+        if let Err(why) = valid {
+            return fail(Status::Error, ErrorKind::InvalidArgument, format!("bad arguments for \"{tool}\": {why}"));
+        }
         let spec = entry.spec();
         let info = Arc::new(CallInfo {
             component: entry.component.name.clone(),

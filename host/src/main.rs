@@ -94,20 +94,27 @@ fn main() -> ExitCode {
         }
     };
     init_logging();
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // One call per process: a current-thread runtime starts fastest (blocking work still
+    // gets its own threads).
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("cheng: cannot start the async runtime: {e}");
             return ExitCode::from(EXIT_ERROR);
         }
     };
-    match rt.block_on(run(cli)) {
-        Ok(code) => ExitCode::from(code),
+    let code = match rt.block_on(run(cli)) {
+        Ok(code) => code,
         Err(e) => {
             eprintln!("cheng: {e:#}");
-            ExitCode::from(e.downcast_ref::<UsageError>().map_or(EXIT_ERROR, |_| EXIT_USAGE))
+            e.downcast_ref::<UsageError>().map_or(EXIT_ERROR, |_| EXIT_USAGE)
         }
-    }
+    };
+    // Everything is written and flushed; skip tearing down the engine and runtime (the
+    // process ends either way, and unmapping compiled code only costs time).
+    let _ = std::io::stdout().flush();
+    std::mem::forget(rt);
+    std::process::exit(code.into())
 }
 
 /// An error in how cheng was invoked (exit 64).
@@ -147,6 +154,7 @@ fn state_dir(cli: &Cli) -> Option<PathBuf> {
 }
 
 async fn run(cli: Cli) -> Result<u8> {
+    tracing::debug!(target: "cheng::startup", "runtime started");
     let config = load_config(&cli)?;
     let mut builder = HostBuilder::new();
     builder.config(config.clone());
@@ -161,6 +169,8 @@ async fn run(cli: Cli) -> Result<u8> {
         _ => None,
     };
     builder.approver(approver_for(approve));
+    // One call per process: the pooling allocator's set-up would cost more than it saves.
+    builder.engine_options(cheng_host::runtime::engine::EngineOptions { pooling: false, ..Default::default() });
     let host = builder.build().await.context("cannot start the host")?;
 
     match cli.command {
@@ -227,7 +237,12 @@ async fn run(cli: Cli) -> Result<u8> {
                     token.cancel();
                 }
             });
+            tracing::debug!(target: "cheng::startup", "calling");
             let (result, rec) = host.call_recorded(&cx, &tool, value).await;
+            tracing::debug!(target: "cheng::startup", "called");
+            // The process exits right after printing: dropping the host would only unmap
+            // compiled code first.
+            std::mem::forget(host);
             let doc = if record { serde_json::to_value(&rec)? } else { result.output.clone() };
             println!("{}", serde_json::to_string_pretty(&doc)?);
             Ok(match result.status {

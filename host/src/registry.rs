@@ -25,6 +25,11 @@ impl Entry {
         &self.component.tools[self.index]
     }
 
+    /// Whether the input schema is compiled already (validation is then microseconds).
+    pub fn validator_ready(&self) -> bool {
+        self.validator.get().is_some()
+    }
+
     /// Check `input` against the tool's input schema; the message names the field.
     pub fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
         let validator = self.validator.get_or_init(|| {

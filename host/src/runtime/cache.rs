@@ -94,7 +94,9 @@ impl ComponentCache {
 
 /// A valid cached component, or `None` (missing, corrupt, or made by another engine).
 fn read_cached(engine: &Engine, path: &Path) -> Option<Component> {
+    let t = std::time::Instant::now();
     let bytes = std::fs::read(path).ok()?;
+    tracing::trace!(target: "cheng::cache", us = t.elapsed().as_secs_f64() * 1e6, "read");
     if bytes.len() < MAGIC.len() + 32 || &bytes[..MAGIC.len()] != MAGIC {
         tracing::warn!(target: "cheng::cache", path = %path.display(), "ignoring a cache file with a bad header");
         return None;
@@ -104,11 +106,15 @@ fn read_cached(engine: &Engine, path: &Path) -> Option<Component> {
         tracing::warn!(target: "cheng::cache", path = %path.display(), "ignoring a corrupt cache file");
         return None;
     }
+    tracing::trace!(target: "cheng::cache", us = t.elapsed().as_secs_f64() * 1e6, "digest checked");
     // SAFETY: the payload is byte-for-byte what this host wrote after compiling it with
     // an engine of the same compatibility hash (part of the file name); wasmtime also
     // checks its own header and refuses payloads from incompatible engines.
     match unsafe { Component::deserialize(engine, payload) } {
-        Ok(c) => Some(c),
+        Ok(c) => {
+            tracing::trace!(target: "cheng::cache", us = t.elapsed().as_secs_f64() * 1e6, "deserialized");
+            Some(c)
+        }
         Err(e) => {
             tracing::warn!(target: "cheng::cache", path = %path.display(), "ignoring a cache file wasmtime refused: {e}");
             None

@@ -34,16 +34,62 @@ impl Drop for Ticker {
     }
 }
 
+/// How the engine allocates instances.
+#[derive(Debug, Clone, Copy)]
+pub struct EngineOptions {
+    /// Use the pooling allocator: instance slots, memories and fiber stacks reserved
+    /// once and reused, instead of mapped and unmapped per call.
+    pub pooling: bool,
+    /// Calls that may be in flight at once (pool slots).
+    pub slots: u32,
+    /// The largest linear memory any component may reach, in bytes (the pool's slot
+    /// size; per-call limits below it are enforced by the store's limiter).
+    pub max_memory: usize,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions { pooling: true, slots: 256, max_memory: 256 << 20 }
+    }
+}
+
 impl EngineHandle {
-    /// Build the engine and start its ticker.
+    /// Build the engine with default options and start its ticker.
     pub fn new() -> Result<Self, HostError> {
+        Self::with_options(EngineOptions::default())
+    }
+
+    /// Build the engine and start its ticker.
+    pub fn with_options(opts: EngineOptions) -> Result<Self, HostError> {
         let mut config = Config::new();
+        if opts.pooling {
+            let mut pool = wasmtime::PoolingAllocationConfig::new();
+            let slots = opts.slots.max(1);
+            pool.total_component_instances(slots)
+                .total_core_instances(slots.saturating_mul(8))
+                .total_memories(slots.saturating_mul(2))
+                .total_tables(slots.saturating_mul(4))
+                .total_stacks(slots)
+                .max_memories_per_component(2)
+                .max_tables_per_component(4)
+                .max_memory_size(opts.max_memory)
+                // Keep a little of each freed slot resident so the next call reuses it
+                // without faulting it in again.
+                .linear_memory_keep_resident(64 << 10)
+                .async_stack_keep_resident(64 << 10);
+            config.allocation_strategy(pool);
+            // Reserve what a slot may grow to (plus guard pages), not 4 GiB per memory:
+            // the virtual address space stays proportional to slots x max_memory.
+            config.memory_reservation(opts.max_memory as u64);
+        }
         config
             .wasm_component_model(true)
             .epoch_interruption(true)
             .max_wasm_stack(MAX_WASM_STACK)
             .async_stack_size(ASYNC_STACK)
             .cranelift_opt_level(wasmtime::OptLevel::Speed)
+            // Smaller artifacts load faster; traps still name their cause.
+            .generate_address_map(false)
             .parallel_compilation(true);
         let engine = Engine::new(&config).map_err(|e| HostError::Engine(e.to_string()))?;
         let stop = Arc::new(AtomicBool::new(false));

@@ -102,10 +102,22 @@ impl Tool for ReadFile {
 
 /// Pick lines `start..=end` of `data`, at most `max_bytes` of them.
 fn select(data: &[u8], start: u64, end: Option<u64>, max_bytes: usize, rel: &str, size: u64) -> Result<Output, Failure> {
-    // Line starts: a line is the text up to and including '\n'; a last line without a
+    // One pass over the newlines: the total count, and the byte range of lines
+    // start..=end. A line is the text up to and including '\n'; a last line without a
     // newline still counts.
-    let newlines = data.iter().filter(|&&b| b == b'\n').count() as u64;
-    let total = newlines + u64::from(!data.is_empty() && !data.ends_with(b"\n"));
+    let mut from = if start == 1 { Some(0) } else { None };
+    let mut to = None;
+    let mut seen: u64 = 0;
+    for i in memchr::memchr_iter(b'\n', data) {
+        seen += 1;
+        if seen == start - 1 {
+            from = Some(i + 1);
+        }
+        if end.is_some_and(|e| seen == e) {
+            to = Some(i + 1);
+        }
+    }
+    let total = seen + u64::from(!data.is_empty() && !data.ends_with(b"\n"));
     if total == 0 {
         return Ok(Output {
             success: true,
@@ -125,8 +137,8 @@ fn select(data: &[u8], start: u64, end: Option<u64>, max_bytes: usize, rel: &str
         )));
     }
     let end = end.unwrap_or(total).min(total);
-    let from = line_end(data, 0, start - 1);
-    let to = line_end(data, from, end - start + 1);
+    let from = from.unwrap_or(data.len());
+    let to = to.unwrap_or(data.len());
     let text = String::from_utf8_lossy(&data[from..to]);
     let (content, last, truncated) = if text.len() <= max_bytes {
         (text.into_owned(), end, false)
@@ -171,21 +183,4 @@ fn select(data: &[u8], start: u64, end: Option<u64>, max_bytes: usize, rel: &str
         truncated,
         size,
     })
-}
-
-/// The byte offset just past `count` lines starting at `from`.
-fn line_end(data: &[u8], from: usize, count: u64) -> usize {
-    if count == 0 {
-        return from;
-    }
-    let mut seen = 0;
-    for (i, &b) in data[from..].iter().enumerate() {
-        if b == b'\n' {
-            seen += 1;
-            if seen == count {
-                return from + i + 1;
-            }
-        }
-    }
-    data.len()
 }
