@@ -43,7 +43,7 @@ fn status_kb(field: &str) -> u64 {
 
 async fn host(state: &Path, noop: &[u8]) -> Host {
     let mut b = HostBuilder::new();
-    b.config(Config::from_toml_str("[roles.bench]\ntools = [\"noop__noop\", \"noop__noop_read\", \"read_file\"]\n", "bench.toml").unwrap());
+    b.config(Config::from_toml_str("[roles.bench]\ntools = [\"noop__noop\", \"noop__noop_read\", \"noop__noop_wait\", \"read_file\"]\n", "bench.toml").unwrap());
     b.state_dir(state);
     b.plugin(PluginSpec {
         id: "noop".into(),
@@ -140,14 +140,15 @@ async fn main() {
     println!("## concurrency");
     println!("noop calls with 64 in flight: {:.0} calls/s ({total} calls in {:.2} s)", total as f64 / el.as_secs_f64(), el.as_secs_f64());
 
-    // Memory with 100 calls in flight (each a guest looping ~50 ms).
+    // Memory with 100 calls in flight (each guest sleeping 300 ms in the host).
     let rss_before = status_kb("VmRSS:");
     let vm_before = status_kb("VmSize:");
+    let t = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..100 {
         let h = h.clone();
         let cx = cx.clone();
-        tasks.push(tokio::spawn(async move { h.call(&cx, "noop__noop_read", json!({})).await }));
+        tasks.push(tokio::spawn(async move { h.call(&cx, "noop__noop_wait", json!({"ms": 300})).await }));
     }
     let mut peak_rss = 0;
     let mut peak_vm = 0;
@@ -157,8 +158,9 @@ async fn main() {
         tokio::time::sleep(Duration::from_micros(200)).await;
     }
     for t in tasks {
-        t.await.unwrap();
+        assert_eq!(t.await.unwrap().status, Status::Ok);
     }
+    println!("100 calls of 300 ms each finished in {:.0} ms", t.elapsed().as_secs_f64() * 1e3);
     println!("RSS before {} MB, peak during 100 in flight {} MB; virtual size before {} MB, peak {} MB", rss_before / 1024, peak_rss / 1024, vm_before / 1024, peak_vm / 1024);
     println!("process peak RSS (VmHWM) {} MB", status_kb("VmHWM:") / 1024);
 

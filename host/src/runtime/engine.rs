@@ -67,7 +67,7 @@ impl EngineHandle {
             let slots = opts.slots.max(1);
             pool.total_component_instances(slots)
                 .total_core_instances(slots.saturating_mul(8))
-                .total_memories(slots.saturating_mul(2))
+                .total_memories(slots)
                 .total_tables(slots.saturating_mul(4))
                 .total_stacks(slots)
                 .max_memories_per_component(2)

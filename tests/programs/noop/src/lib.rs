@@ -35,4 +35,24 @@ impl Tool for NoopRead {
     }
 }
 
-cheng_sdk::export_tools!(Noop, NoopRead);
+#[derive(Deserialize, JsonSchema)]
+pub struct Wait {
+    /// Milliseconds to sleep.
+    ms: u64,
+}
+
+/// Sleeps (waiting in the host, not computing): to hold many calls in flight at once.
+pub struct NoopWait;
+impl Tool for NoopWait {
+    const NAME: &'static str = "noop_wait";
+    const DESCRIPTION: &'static str = "Sleeps for ms milliseconds.";
+    const NEEDS: Needs = Needs::READ;
+    type Input = Wait;
+    type Output = Done;
+    fn run(w: Wait, _: &Context) -> Result<Done, Failure> {
+        std::thread::sleep(std::time::Duration::from_millis(w.ms));
+        Ok(Done { ok: true })
+    }
+}
+
+cheng_sdk::export_tools!(Noop, NoopRead, NoopWait);
