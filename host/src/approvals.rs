@@ -1,8 +1,16 @@
-//! Approvals: how a component's request for a person's consent is answered.
+//! Approvals: a broker that any host import can ask for a person's consent.
 //!
-//! Embedders answer through the [`Approver`] trait; the default refuses everything, so
-//! an embedding that forgot to wire one up fails closed. A request that gets no answer
-//! within the configured wait is treated as refused.
+//! A request carries an id, the run, role and tool, a one-line summary, the exact detail
+//! and a purpose. The broker hands it to the embedder's [`Approver`] (a terminal prompt,
+//! a console…) and also accepts an answer from outside through [`Broker::answer`] (an
+//! HTTP API, a web console); the first answer wins and is applied exactly once, a late
+//! one is ignored. A request nobody answers within the timeout (default 10 minutes,
+//! floor 1 second) is refused and logged at the `approvals` target with the wait it
+//! used. While a run has a request pending its status is `awaiting-approval`, and every
+//! request and answer is published on an event stream ([`Broker::subscribe`]).
+//!
+//! Declined, timed out and "nobody to ask" give the tool the same answer; the log, the
+//! events and the call record tell them apart.
 //!
 //! # Example
 //!
@@ -20,10 +28,21 @@
 //! }
 //! ```
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{broadcast, oneshot};
+
+/// The shortest wait a request may be given.
+pub const MIN_TIMEOUT: Duration = Duration::from_secs(1);
+/// The default wait.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+/// Longest summary shown on a card; longer ones are cut with `…`.
+pub const SUMMARY_CHARS: usize = 120;
 
 /// A request for approval, as shown to the person answering it.
 #[derive(Debug, Clone, Serialize)]
@@ -45,7 +64,7 @@ pub struct ApprovalRequest {
 }
 
 /// The answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     /// Go ahead.
@@ -56,11 +75,21 @@ pub enum Decision {
     TimedOut,
     /// Nobody could be asked (no terminal, no approver).
     NoApprover,
+    /// Approved without asking, because auto-approve is on.
+    AutoApproved,
 }
 
-/// Something that answers approval requests. The default method refuses.
+impl Decision {
+    /// Whether the action may go ahead.
+    pub fn approved(self) -> bool {
+        matches!(self, Decision::Approved | Decision::AutoApproved)
+    }
+}
+
+/// Something that answers approval requests. The default refuses at once, reporting
+/// that nobody could be asked.
 pub trait Approver: Send + Sync {
-    /// Decide on a request. The host applies its own timeout around this.
+    /// Decide on a request. The broker applies its timeout around this.
     fn decide<'a>(
         &'a self,
         req: &'a ApprovalRequest,
@@ -68,15 +97,26 @@ pub trait Approver: Send + Sync {
         let _ = req;
         Box::pin(async { Decision::NoApprover })
     }
+
+    /// Whether this approver can reach a person at all. When false and no other answer
+    /// path exists, requests are refused at once instead of waiting out the timeout.
+    fn can_ask(&self) -> bool {
+        true
+    }
 }
 
 /// The approver used when none is configured: refuses at once.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RefuseAll;
 
-impl Approver for RefuseAll {}
+impl Approver for RefuseAll {
+    fn can_ask(&self) -> bool {
+        false
+    }
+}
 
-/// Approves everything (auto-approve). Only for unattended runs the operator chose.
+/// Approves everything without asking (auto-approve). Only for unattended runs the
+/// operator chose; every approval it gives is reported.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ApproveAll;
 
@@ -85,6 +125,250 @@ impl Approver for ApproveAll {
         &'a self,
         _req: &'a ApprovalRequest,
     ) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
-        Box::pin(async { Decision::Approved })
+        Box::pin(async { Decision::AutoApproved })
+    }
+}
+
+/// What the event stream reports.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum ApprovalEvent {
+    /// A request is waiting.
+    Requested {
+        /// The card.
+        request: ApprovalRequest,
+        /// How long it will wait, in milliseconds.
+        timeout_ms: u64,
+    },
+    /// A request was answered (or timed out).
+    Resolved {
+        /// Its id.
+        id: String,
+        /// Its run.
+        run: String,
+        /// The answer.
+        decision: Decision,
+        /// How long it waited, in milliseconds.
+        waited_ms: u64,
+    },
+}
+
+/// The outcome of one request, for the call record.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ApprovalOutcome {
+    /// The request's id.
+    pub id: String,
+    /// The answer.
+    pub decision: Decision,
+    /// How long it waited, in milliseconds.
+    pub waited_ms: u64,
+}
+
+struct Pending {
+    run: String,
+    tx: oneshot::Sender<Decision>,
+}
+
+/// The approvals broker. Cheap to clone; one per host.
+#[derive(Clone)]
+pub struct Broker {
+    inner: Arc<BrokerInner>,
+}
+
+struct BrokerInner {
+    approver: Arc<dyn Approver>,
+    /// Whether answers may also come through [`Broker::answer`] (an API or console is
+    /// attached), so that requests wait even when the approver cannot ask.
+    external: bool,
+    timeout: Duration,
+    pending: Mutex<HashMap<String, Pending>>,
+    events: broadcast::Sender<ApprovalEvent>,
+}
+
+impl Broker {
+    /// A broker asking `approver`, waiting at most `timeout` (floored at one second).
+    /// `external` says whether answers can also arrive through [`Broker::answer`].
+    pub fn new(approver: Arc<dyn Approver>, timeout: Duration, external: bool) -> Self {
+        let (events, _) = broadcast::channel(256);
+        Broker {
+            inner: Arc::new(BrokerInner {
+                approver,
+                external,
+                timeout: timeout.max(MIN_TIMEOUT),
+                pending: Mutex::new(HashMap::new()),
+                events,
+            }),
+        }
+    }
+
+    /// The wait in force.
+    pub fn timeout(&self) -> Duration {
+        self.inner.timeout
+    }
+
+    /// Follow requests and answers.
+    pub fn subscribe(&self) -> broadcast::Receiver<ApprovalEvent> {
+        self.inner.events.subscribe()
+    }
+
+    /// Requests waiting now.
+    pub fn pending_count(&self) -> usize {
+        self.inner.pending.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// Whether `run` has a request waiting (its status is then `awaiting-approval`).
+    pub fn awaiting(&self, run: &str) -> bool {
+        self.inner.pending.lock().unwrap_or_else(|p| p.into_inner()).values().any(|p| p.run == run)
+    }
+
+    /// Answer a pending request from outside (API, console). Returns false when no such
+    /// request is waiting (unknown, already answered, or timed out): a late answer is
+    /// ignored.
+    pub fn answer(&self, id: &str, approved: bool) -> bool {
+        let pending = self.inner.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
+        match pending {
+            Some(p) => {
+                let decision = if approved { Decision::Approved } else { Decision::Declined };
+                p.tx.send(decision).is_ok()
+            }
+            None => false,
+        }
+    }
+
+    /// Ask for approval and wait for the first answer, the timeout, or a refusal at once
+    /// when nobody can be asked.
+    pub async fn request(&self, mut req: ApprovalRequest) -> ApprovalOutcome {
+        req.summary = one_line(&req.summary);
+        let started = Instant::now();
+        let inner = &self.inner;
+        if !inner.approver.can_ask() && !inner.external {
+            tracing::info!(target: "approvals", id = %req.id, tool = %req.tool, run = %req.run, "approval refused at once: nobody can be asked");
+            return self.resolved(&req, Decision::NoApprover, started);
+        }
+        let (tx, rx) = oneshot::channel();
+        inner
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(req.id.clone(), Pending { run: req.run.clone(), tx });
+        let _ = inner.events.send(ApprovalEvent::Requested {
+            request: req.clone(),
+            timeout_ms: inner.timeout.as_millis() as u64,
+        });
+        let ask = inner.approver.decide(&req);
+        let decision = tokio::select! {
+            d = ask => d,
+            Ok(d) = rx => d,
+            _ = tokio::time::sleep(inner.timeout) => Decision::TimedOut,
+        };
+        // Whoever answered first, the request is no longer pending: a later answer finds
+        // nothing and is ignored.
+        inner.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&req.id);
+        if decision == Decision::TimedOut {
+            tracing::info!(target: "approvals", id = %req.id, tool = %req.tool, run = %req.run, wait_ms = inner.timeout.as_millis() as u64, "approval timed out; treated as refused");
+        }
+        self.resolved(&req, decision, started)
+    }
+
+    fn resolved(&self, req: &ApprovalRequest, decision: Decision, started: Instant) -> ApprovalOutcome {
+        let waited_ms = started.elapsed().as_millis() as u64;
+        tracing::info!(target: "approvals", id = %req.id, tool = %req.tool, run = %req.run, ?decision, waited_ms, "approval resolved");
+        let _ = self.inner.events.send(ApprovalEvent::Resolved {
+            id: req.id.clone(),
+            run: req.run.clone(),
+            decision,
+            waited_ms,
+        });
+        ApprovalOutcome { id: req.id.clone(), decision, waited_ms }
+    }
+}
+
+/// The first line of `s`, cut to [`SUMMARY_CHARS`].
+fn one_line(s: &str) -> String {
+    let first = s.lines().next().unwrap_or("");
+    let mut out: String = first.chars().take(SUMMARY_CHARS).collect();
+    if first.chars().count() > SUMMARY_CHARS || s.lines().nth(1).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(id: &str) -> ApprovalRequest {
+        ApprovalRequest {
+            id: id.into(),
+            run: "r1".into(),
+            role: "developer".into(),
+            tool: "t".into(),
+            summary: "ls -la\nsecond line".into(),
+            detail: "ls -la (in .)".into(),
+            purpose: "look".into(),
+        }
+    }
+
+    /// Never answers.
+    struct Silent;
+    impl Approver for Silent {
+        fn decide<'a>(&'a self, _r: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+            Box::pin(std::future::pending())
+        }
+    }
+
+    #[tokio::test]
+    async fn timeout_is_a_refusal_after_the_floor() {
+        // A zero timeout is raised to the one-second floor.
+        let b = Broker::new(Arc::new(Silent), Duration::ZERO, false);
+        assert_eq!(b.timeout(), MIN_TIMEOUT);
+        let t = Instant::now();
+        let out = b.request(req("a")).await;
+        // Timed out, refused, after about a second.
+        assert_eq!(out.decision, Decision::TimedOut);
+        assert!(!out.decision.approved());
+        assert!(t.elapsed() >= Duration::from_millis(990));
+        assert_eq!(b.pending_count(), 0);
+    }
+
+    #[tokio::test]
+    async fn external_answer_wins_once_and_late_answers_are_ignored() {
+        let b = Broker::new(Arc::new(Silent), Duration::from_secs(30), true);
+        let mut events = b.subscribe();
+        let b2 = b.clone();
+        let task = tokio::spawn(async move { b2.request(req("x")).await });
+        // The request shows up as an event, and its run is awaiting approval.
+        let ev = events.recv().await.unwrap();
+        assert!(matches!(ev, ApprovalEvent::Requested { ref request, .. } if request.id == "x"));
+        assert!(b.awaiting("r1"));
+        // The summary on the card is the first line, marked as cut.
+        if let ApprovalEvent::Requested { request, .. } = ev {
+            assert_eq!(request.summary, "ls -la…");
+        }
+        // The first answer applies.
+        assert!(b.answer("x", true));
+        assert_eq!(task.await.unwrap().decision, Decision::Approved);
+        // A second (late) answer finds nothing.
+        assert!(!b.answer("x", false));
+        assert!(!b.awaiting("r1"));
+    }
+
+    #[tokio::test]
+    async fn nobody_to_ask_refuses_at_once() {
+        let b = Broker::new(Arc::new(RefuseAll), Duration::from_secs(600), false);
+        let t = Instant::now();
+        let out = b.request(req("n")).await;
+        // Refused with its own reason, without waiting.
+        assert_eq!(out.decision, Decision::NoApprover);
+        assert!(t.elapsed() < Duration::from_millis(100));
+    }
+
+    #[tokio::test]
+    async fn auto_approve_says_so() {
+        let b = Broker::new(Arc::new(ApproveAll), Duration::from_secs(1), false);
+        let out = b.request(req("y")).await;
+        // Approved, and recorded as auto-approved rather than approved by a person.
+        assert_eq!(out.decision, Decision::AutoApproved);
+        assert!(out.decision.approved());
     }
 }

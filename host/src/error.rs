@@ -124,6 +124,9 @@ pub enum HostError {
         /// The component that tried again.
         second: String,
     },
+    /// The audit log cannot be opened.
+    #[error("{0}")]
+    Audit(String),
     /// The configuration is invalid.
     #[error(transparent)]
     Config(#[from] crate::policy::ConfigError),

@@ -50,11 +50,14 @@ use wasmtime::component::Linker;
 
 pub use error::{ErrorKind, HostError};
 pub use records::{CallRecord, Status};
+use std::collections::HashMap;
+use std::sync::Mutex;
 pub use runtime::component::{FsAccess, Needs, ToolSpec};
 
-use approvals::{Approver, RefuseAll};
+use approvals::{ApprovalOutcome, Approver, Broker, RefuseAll};
 use grant::{FsGrant, Grant};
-use policy::{Config, FsGrantConfig, PluginConfig, Policy};
+use policy::{Config, FsGrantConfig, PluginConfig, Policy, ToolLimits};
+use records::AuditLog;
 use registry::Registry;
 use runstate::RunStateStore;
 use runtime::cache::ComponentCache;
@@ -186,6 +189,8 @@ pub struct HostBuilder {
     on_compile: Arc<dyn Fn(&str) + Send + Sync>,
     plugins: Vec<PluginSpec>,
     engine: runtime::engine::EngineOptions,
+    audit: Option<PathBuf>,
+    external_answers: bool,
 }
 
 /// A third-party component to load.
@@ -218,7 +223,24 @@ impl HostBuilder {
             on_compile: Arc::new(|_| {}),
             plugins: Vec::new(),
             engine: runtime::engine::EngineOptions::default(),
+            audit: None,
+            external_answers: false,
         }
+    }
+
+    /// Append call records to this JSON Lines file (default: `<state dir>/audit.jsonl`
+    /// when a state directory is set, else no audit log).
+    pub fn audit_log(&mut self, path: impl Into<PathBuf>) -> &mut Self {
+        self.audit = Some(path.into());
+        self
+    }
+
+    /// Answers to approval requests may also arrive through
+    /// [`Host::answer_approval`] (an API or console is attached): requests then wait
+    /// for their timeout even when the approver cannot ask anyone.
+    pub fn external_approval_answers(&mut self, on: bool) -> &mut Self {
+        self.external_answers = on;
+        self
     }
 
     /// Engine options: the pooling allocator (on by default; faster per call, costs a
@@ -255,8 +277,8 @@ impl HostBuilder {
         self
     }
 
-    /// Where per-run data is kept; also the cache directory (`<dir>/cache`) unless one
-    /// was set.
+    /// Where per-run data is kept; also the cache directory (`<dir>/cache`) and the
+    /// audit log (`<dir>/audit.jsonl`) unless those were set.
     pub fn state_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
         self.state_dir = Some(dir.into());
         self
@@ -322,6 +344,34 @@ impl HostBuilder {
             }
         }
         let run_state = RunStateStore::new(self.state_dir.as_ref().map(|d| d.join("runs")));
+        let broker = Broker::new(
+            self.approver.clone(),
+            Duration::from_millis(self.config.approvals.timeout_ms),
+            self.external_answers,
+        );
+        let audit_path = self.audit.clone().or_else(|| self.state_dir.as_ref().map(|d| d.join("audit.jsonl")));
+        let audit = match audit_path {
+            Some(p) => Some(
+                AuditLog::open(&p, Duration::from_millis(self.config.records.commit_window_ms))
+                    .map_err(|e| HostError::Audit(e.to_string()))?,
+            ),
+            None => None,
+        };
+        let mut tool_limits = HashMap::new();
+        for name in self.config.tools.keys() {
+            tool_limits.insert(name.clone(), self.config.tool_limits(name)?);
+        }
+        // The files a model must never edit through the built-in writers, wherever they
+        // sit: the configuration in use and the state directory (resolved now).
+        let mut protected_abs = Vec::new();
+        if let Some(src) = &self.config.source {
+            protected_abs.push(std::fs::canonicalize(src).unwrap_or_else(|_| src.clone()));
+        }
+        if let Some(d) = &self.state_dir {
+            let _ = std::fs::create_dir_all(d);
+            protected_abs.push(std::fs::canonicalize(d).unwrap_or_else(|_| d.clone()));
+        }
+        let workspaces_root = self.config.workspaces.root.as_ref().map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()));
         Ok(Host {
             inner: Arc::new(Inner {
                 engine,
@@ -330,10 +380,14 @@ impl HostBuilder {
                 registry,
                 policy,
                 config: self.config.clone(),
-                approver: self.approver.clone(),
                 run_state,
                 on_compile: self.on_compile.clone(),
                 load_errors,
+                broker,
+                audit,
+                tool_limits,
+                protected_abs,
+                workspaces_root,
             }),
         })
     }
@@ -352,10 +406,14 @@ struct Inner {
     registry: Registry,
     policy: Policy,
     config: Config,
-    approver: Arc<dyn Approver>,
     run_state: RunStateStore,
     on_compile: Arc<dyn Fn(&str) + Send + Sync>,
     load_errors: Vec<String>,
+    broker: Broker,
+    audit: Option<AuditLog>,
+    tool_limits: HashMap<String, ToolLimits>,
+    protected_abs: Vec<PathBuf>,
+    workspaces_root: Option<PathBuf>,
 }
 
 /// Is `run` usable as a run id (it names a directory in the state dir)?
@@ -370,6 +428,22 @@ impl Host {
     /// The policy in force.
     pub fn policy(&self) -> &Policy {
         &self.inner.policy
+    }
+
+    /// The approvals broker: pending requests, answers, the event stream.
+    pub fn approvals(&self) -> &Broker {
+        &self.inner.broker
+    }
+
+    /// Answer a pending approval request from outside (API, console); false when it is
+    /// no longer pending.
+    pub fn answer_approval(&self, id: &str, approved: bool) -> bool {
+        self.inner.broker.answer(id, approved)
+    }
+
+    /// The audit log, when there is one.
+    pub fn audit_log(&self) -> Option<&AuditLog> {
+        self.inner.audit.as_ref()
     }
 
     /// Plugins that could not be loaded, one message each (the rest work).
@@ -416,8 +490,38 @@ impl Host {
         let started = Instant::now();
         let started_at_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
         let call_id = new_id();
+        let approvals: Arc<Mutex<Vec<ApprovalOutcome>>> = Arc::default();
+        let record = |status: Status, result: &ToolResult| CallRecord {
+            id: call_id.clone(),
+            run: cx.run.clone(),
+            role: cx.role.clone(),
+            tool: tool.to_string(),
+            arguments: input.clone(),
+            status,
+            preview: records::preview(&result.output),
+            duration_ms: result.duration.as_secs_f64() * 1000.0,
+            result: records::stored_result(&result.output),
+            error_kind: result.error_kind.map(|k| k.code().to_string()),
+            approvals: approvals.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            started_at_ms,
+        };
+        let on_start = || {
+            if let Some(log) = &self.inner.audit {
+                let running = ToolResult {
+                    call_id: call_id.clone(),
+                    status: Status::Running,
+                    output: serde_json::json!({}),
+                    error_kind: None,
+                    terminal: false,
+                    duration: Duration::ZERO,
+                };
+                if let Err(e) = log.append(&record(Status::Running, &running)) {
+                    tracing::error!(target: "cheng::records", "{e}");
+                }
+            }
+        };
         let result = tokio::select! {
-            r = self.call_inner(cx, tool, &input, &call_id, started) => r,
+            r = self.call_inner(cx, tool, &input, &call_id, started, &approvals, &on_start) => r,
             _ = cx.cancel.cancelled() => ToolResult::failure(
                 call_id.clone(),
                 Status::Error,
@@ -427,20 +531,14 @@ impl Host {
                 started,
             ),
         };
-        let record = CallRecord {
-            id: call_id,
-            run: cx.run.clone(),
-            role: cx.role.clone(),
-            tool: tool.to_string(),
-            arguments: input,
-            status: result.status,
-            preview: records::preview(&result.output),
-            duration_ms: result.duration.as_secs_f64() * 1000.0,
-            result: result.output.clone(),
-            error_kind: result.error_kind.map(ErrorKind::code),
-            started_at_ms,
-        };
-        (result, record)
+        let rec = record(result.status, &result);
+        // The record reaches the log (the OS) before the result reaches the caller.
+        if let Some(log) = &self.inner.audit {
+            if let Err(e) = log.append(&rec) {
+                tracing::error!(target: "cheng::records", "{e}");
+            }
+        }
+        (result, rec)
     }
 
     async fn call_inner(
@@ -450,6 +548,8 @@ impl Host {
         input: &serde_json::Value,
         call_id: &str,
         started: Instant,
+        approvals: &Arc<Mutex<Vec<ApprovalOutcome>>>,
+        on_start: &(dyn Fn() + Sync),
     ) -> ToolResult {
         let inner = &*self.inner;
         let fail = |status, kind, message: String| {
@@ -494,6 +594,23 @@ impl Host {
                 format!("invalid run id \"{}\": use letters, digits, '-', '_' or '.' (at most 128)", cx.run),
             );
         }
+        // The run's call budget (its round-trip limit).
+        let max_calls = inner.config.runs.max_calls;
+        if max_calls > 0 {
+            let n = inner.run_state.count_call(&cx.run);
+            if n > max_calls {
+                tracing::info!(target: "cheng::denials", run = %cx.run, tool, max_calls, "run call budget exhausted");
+                return fail(
+                    Status::Denied,
+                    ErrorKind::NotGranted,
+                    format!(
+                        "refused: run \"{}\" has used its budget of {max_calls} tool calls. Stop calling tools \
+                         and give your final answer with what you have.",
+                        cx.run
+                    ),
+                );
+            }
+        }
         // 3. The input: a JSON object matching the tool's schema.
         if !input.is_object() {
             return fail(
@@ -515,6 +632,20 @@ impl Host {
             Ok(g) => g,
             Err(e) => return fail(Status::Error, ErrorKind::NotFound, e.to_string()),
         };
+        if let Some(root) = &inner.workspaces_root {
+            if !inner.config.workspaces.allow_external && !guard.root().starts_with(root) {
+                tracing::info!(target: "cheng::denials", workspace = %guard.root().display(), "external workspace refused");
+                return fail(
+                    Status::Denied,
+                    ErrorKind::PathRefused,
+                    format!(
+                        "Refusing workspace \"{}\": it is outside the workspaces root \"{}\" and external workspaces are turned off",
+                        guard.root().display(),
+                        root.display()
+                    ),
+                );
+            }
+        }
         // 5. The instance.
         let pre = match entry
             .component
@@ -539,19 +670,31 @@ impl Host {
             return fail(Status::Error, ErrorKind::InvalidArgument, format!("bad arguments for \"{tool}\": {why}"));
         }
         let spec = entry.spec();
+        let limits = inner.tool_limits.get(tool).cloned().unwrap_or_default();
+        let protected = inner
+            .protected_abs
+            .iter()
+            .filter_map(|p| p.strip_prefix(guard.root()).ok())
+            .map(|rel| rel.to_string_lossy().into_owned())
+            .filter(|rel| !rel.is_empty())
+            .collect();
         let info = Arc::new(CallInfo {
             component: entry.component.name.clone(),
             tool: tool.to_string(),
             run: cx.run.clone(),
             role: cx.role.clone(),
             spawn_granted: spec.needs.spawn && entry.component.grant.spawn,
-            approver: inner.approver.clone(),
-            approval_timeout: Duration::from_millis(inner.config.approvals.timeout_ms.max(1000)),
+            broker: inner.broker.clone(),
+            approvals: approvals.clone(),
+            protected,
             run_state: inner.run_state.scope(&cx.run, &entry.component.name),
         });
-        let mounts = grant::mounts(spec.needs.fs, &entry.component.grant.fs);
-        let memory_mb = entry.component.grant.memory_mb.unwrap_or(inner.config.limits.memory_mb);
-        let cpu_ms = entry.component.grant.cpu_ms.unwrap_or(inner.config.limits.cpu_ms);
+        // Config can only narrow what the tool declared.
+        let declared_fs = limits.fs.map_or(spec.needs.fs, |f| f.min(spec.needs.fs));
+        let mounts = grant::mounts(declared_fs, &entry.component.grant.fs);
+        let memory_mb = limits.memory_mb.or(entry.component.grant.memory_mb).unwrap_or(inner.config.limits.memory_mb);
+        let cpu_ms = limits.cpu_ms.or(entry.component.grant.cpu_ms).unwrap_or(inner.config.limits.cpu_ms);
+        on_start();
         let input_text = input.to_string();
         let outcome = runtime::call::call(CallSpec {
             engine: inner.engine.engine(),

@@ -12,10 +12,12 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 
-use cheng_host::approvals::{ApproveAll, Approver, RefuseAll};
+use cheng_host::approvals::{Approver, RefuseAll};
 use cheng_host::policy::Config;
+use cheng_host::records::{Filter, Status as RecordStatus};
 use cheng_host::{Context, HostBuilder, Status};
 
+mod settings;
 mod tty;
 
 const EXIT_ERROR: u8 = 1;
@@ -64,6 +66,43 @@ enum Command {
         /// How approvals are answered for this call (never saved).
         #[arg(long, value_enum)]
         approve: Option<ApproveMode>,
+    },
+    /// Show call records from the audit log, oldest first (a JSON array); `--run R`
+    /// keeps one run's.
+    Records {
+        /// Only this status.
+        #[arg(long, value_enum)]
+        status: Option<StatusArg>,
+        /// Only this tool.
+        #[arg(long)]
+        tool: Option<String>,
+        /// Only the last N.
+        #[arg(long)]
+        last: Option<usize>,
+    },
+    /// Show the saved settings (a JSON object), or change one.
+    Settings {
+        #[command(subcommand)]
+        action: Option<SettingsCommand>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum StatusArg {
+    Ok,
+    Error,
+    Denied,
+    Running,
+}
+
+#[derive(Subcommand, Debug)]
+enum SettingsCommand {
+    /// Change a setting: `cheng settings set auto_approve false`.
+    Set {
+        /// The setting's name.
+        key: String,
+        /// Its new value.
+        value: String,
     },
 }
 
@@ -156,9 +195,45 @@ fn state_dir(cli: &Cli) -> Option<PathBuf> {
 async fn run(cli: Cli) -> Result<u8> {
     tracing::debug!(target: "cheng::startup", "runtime started");
     let config = load_config(&cli)?;
+    let state = state_dir(&cli);
+    // Commands that need no engine.
+    match &cli.command {
+        Command::Records { status, tool, last } => {
+            let dir = state.clone().ok_or_else(|| UsageError("no state directory; pass --state-dir".into()))?;
+            let filter = Filter {
+                status: status.map(|s| match s {
+                    StatusArg::Ok => RecordStatus::Ok,
+                    StatusArg::Error => RecordStatus::Error,
+                    StatusArg::Denied => RecordStatus::Denied,
+                    StatusArg::Running => RecordStatus::Running,
+                }),
+                tool: tool.clone(),
+                run: cli.run.clone(),
+                last: *last,
+            };
+            let recs = cheng_host::records::read_log(&dir.join("audit.jsonl"), &filter)?;
+            println!("{}", serde_json::to_string_pretty(&recs)?);
+            return Ok(0);
+        }
+        Command::Settings { action } => {
+            let dir = state.clone().ok_or_else(|| UsageError("no state directory; pass --state-dir".into()))?;
+            let mut s = settings::Settings::load_or_init(&dir)?;
+            if let Some(SettingsCommand::Set { key, value }) = action {
+                s.set(key, value).map_err(UsageError)?;
+                s.save(&dir)?;
+            }
+            println!("{}", serde_json::to_string_pretty(&s)?);
+            return Ok(0);
+        }
+        _ => {}
+    }
     let mut builder = HostBuilder::new();
     builder.config(config.clone());
-    if let Some(dir) = state_dir(&cli) {
+    let saved = match &state {
+        Some(dir) => settings::Settings::load_or_init(dir)?,
+        None => settings::Settings::from_env(),
+    };
+    if let Some(dir) = &state {
         builder.state_dir(dir);
     }
     builder.on_compile(|name| {
@@ -168,7 +243,7 @@ async fn run(cli: Cli) -> Result<u8> {
         Command::Call { approve, .. } => *approve,
         _ => None,
     };
-    builder.approver(approver_for(approve));
+    builder.approver(approver_for(approve, saved.auto_approve));
     // One call per process: the pooling allocator's set-up would cost more than it saves.
     builder.engine_options(cheng_host::runtime::engine::EngineOptions { pooling: false, ..Default::default() });
     let host = builder.build().await.context("cannot start the host")?;
@@ -251,26 +326,23 @@ async fn run(cli: Cli) -> Result<u8> {
                 _ => EXIT_ERROR,
             })
         }
+        Command::Records { .. } | Command::Settings { .. } => unreachable!("handled before the host starts"),
     }
 }
 
-/// The approver for `cheng call`: an explicit `--approve`, else auto-approve when
-/// `CHENG_AUTO_APPROVE` is exactly `true`, else the terminal when there is one, else
-/// refuse at once.
-fn approver_for(mode: Option<ApproveMode>) -> Arc<dyn Approver> {
+/// The approver for `cheng call`: an explicit `--approve`, else auto-approve when the
+/// saved settings say so (seeded from `CHENG_AUTO_APPROVE=true` at first boot), else the
+/// terminal when there is one, else refuse at once.
+fn approver_for(mode: Option<ApproveMode>, auto: bool) -> Arc<dyn Approver> {
     match mode {
-        Some(ApproveMode::Yes) => Arc::new(ApproveAll),
-        Some(ApproveMode::Deny) => Arc::new(RefuseAll),
-        Some(ApproveMode::Ask) => tty::TtyApprover::open().map_or_else(|| Arc::new(RefuseAll) as Arc<dyn Approver>, |t| Arc::new(t)),
-        None => {
-            if std::env::var("CHENG_AUTO_APPROVE").as_deref() == Ok("true") {
-                eprintln!("cheng: CHENG_AUTO_APPROVE=true: approvals are granted without asking");
-                return Arc::new(ApproveAll);
-            }
-            match tty::TtyApprover::open() {
-                Some(t) => Arc::new(t),
-                None => Arc::new(RefuseAll),
-            }
-        }
+        Some(ApproveMode::Yes) => Arc::new(tty::AutoApprover),
+        Some(ApproveMode::Deny) => Arc::new(tty::DeclineAll),
+        Some(ApproveMode::Ask) => tty::TtyApprover::open()
+            .map_or_else(|| Arc::new(RefuseAll) as Arc<dyn Approver>, |t| Arc::new(t)),
+        None if auto => Arc::new(tty::AutoApprover),
+        None => match tty::TtyApprover::open() {
+            Some(t) => Arc::new(t),
+            None => Arc::new(RefuseAll),
+        },
     }
 }

@@ -1,9 +1,41 @@
-//! Call records: what every call was asked, what it answered, and how long it took.
+//! Call records and the audit log.
+//!
+//! Every call gets a record: its id, run, role and tool, the arguments exactly as sent,
+//! its status (`ok`, `error`, `denied`, or `running` while it runs), a short preview,
+//! its duration, the result, and any approval it waited on. Records are appended to a
+//! JSON Lines file in the state directory (`audit.jsonl`).
+//!
+//! Durability without an fsync per call: a record is written to the file — handed to
+//! the operating system — before its call returns, so killing the host never loses a
+//! finished call; one background thread fsyncs in batches (group commit, a window of
+//! 100 ms by default), so a machine crash loses at most one window.
+//!
+//! # Example
+//!
+//! ```
+//! use cheng_host::records::{AuditLog, Filter};
+//!
+//! let dir = std::env::temp_dir().join(format!("audit-doc-{}", std::process::id()));
+//! let log = AuditLog::open(&dir.join("audit.jsonl"), std::time::Duration::from_millis(100)).unwrap();
+//! assert!(log.read(&Filter::default()).unwrap().is_empty());
+//! # std::fs::remove_dir_all(&dir).unwrap();
+//! ```
 
-use serde::Serialize;
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::approvals::ApprovalOutcome;
 
 /// A call's status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// The tool ran and answered.
@@ -18,9 +50,15 @@ pub enum Status {
 
 /// Longest preview kept in a record.
 pub const PREVIEW_CHARS: usize = 200;
+/// Results up to this size are stored whole; larger ones as head and tail.
+pub const RESULT_WHOLE_BYTES: usize = 1 << 20;
+/// Bytes kept from each end of a larger result.
+pub const RESULT_EDGE_BYTES: usize = 64 << 10;
+/// The default group-commit window.
+pub const DEFAULT_COMMIT_WINDOW: Duration = Duration::from_millis(100);
 
 /// The record of one call.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CallRecord {
     /// Call id.
     pub id: String,
@@ -32,19 +70,61 @@ pub struct CallRecord {
     pub tool: String,
     /// The arguments exactly as sent.
     pub arguments: serde_json::Value,
-    /// Final status.
+    /// Status.
     pub status: Status,
     /// A short preview of the result.
     pub preview: String,
     /// Duration in milliseconds (fractional).
     pub duration_ms: f64,
-    /// The result.
+    /// The result: whole up to [`RESULT_WHOLE_BYTES`], else a [`Truncated`] summary.
     pub result: serde_json::Value,
     /// The error kind, when it failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error_kind: Option<&'static str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<String>,
+    /// Approvals the call waited on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<ApprovalOutcome>,
     /// Unix time (ms) the call started.
     pub started_at_ms: u64,
+}
+
+/// How a result too large to keep whole is stored.
+#[derive(Debug, Clone, Serialize)]
+pub struct Truncated {
+    /// Always true.
+    pub truncated: bool,
+    /// Size of the whole result (JSON text), in bytes.
+    pub size: usize,
+    /// SHA-256 of the whole result (JSON text).
+    pub sha256: String,
+    /// Its first bytes.
+    pub head: String,
+    /// Its last bytes.
+    pub tail: String,
+}
+
+/// The result as a record keeps it.
+pub fn stored_result(result: &serde_json::Value) -> serde_json::Value {
+    let text = result.to_string();
+    if text.len() <= RESULT_WHOLE_BYTES {
+        return result.clone();
+    }
+    let mut head_end = RESULT_EDGE_BYTES;
+    while !text.is_char_boundary(head_end) {
+        head_end -= 1;
+    }
+    let mut tail_start = text.len() - RESULT_EDGE_BYTES;
+    while !text.is_char_boundary(tail_start) {
+        tail_start += 1;
+    }
+    serde_json::to_value(Truncated {
+        truncated: true,
+        size: text.len(),
+        sha256: hex::encode(Sha256::digest(text.as_bytes())),
+        head: text[..head_end].to_string(),
+        tail: text[tail_start..].to_string(),
+    })
+    .unwrap_or(serde_json::Value::Null)
 }
 
 /// A one-line preview: the summary if the result has one, else the start of its JSON.
@@ -58,4 +138,209 @@ pub fn preview(result: &serde_json::Value) -> String {
         p.push('…');
     }
     p
+}
+
+/// Which records to read.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Only this status.
+    pub status: Option<Status>,
+    /// Only this tool.
+    pub tool: Option<String>,
+    /// Only this run.
+    pub run: Option<String>,
+    /// Only the last N (after the other filters).
+    pub last: Option<usize>,
+}
+
+/// Errors of the audit log.
+#[derive(Debug, thiserror::Error)]
+#[error("audit log {path}: {source}")]
+pub struct AuditError {
+    /// The file.
+    pub path: String,
+    /// The error.
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// The append-only audit log.
+#[derive(Clone)]
+pub struct AuditLog {
+    inner: Arc<AuditInner>,
+}
+
+struct AuditInner {
+    path: PathBuf,
+    file: Mutex<File>,
+    dirty: AtomicBool,
+    stop: AtomicBool,
+}
+
+impl Drop for AuditInner {
+    fn drop(&mut self) {
+        if self.dirty.load(Ordering::Acquire) {
+            if let Ok(f) = self.file.lock() {
+                let _ = f.sync_data();
+            }
+        }
+    }
+}
+
+impl AuditLog {
+    /// Open (or create) the log at `path`, fsyncing in batches every `window`.
+    pub fn open(path: &Path, window: Duration) -> Result<AuditLog, AuditError> {
+        let err = |source| AuditError { path: path.display().to_string(), source };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(err)?;
+        }
+        let file = OpenOptions::new().create(true).append(true).open(path).map_err(err)?;
+        let inner = Arc::new(AuditInner {
+            path: path.to_path_buf(),
+            file: Mutex::new(file),
+            dirty: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+        });
+        // The one writer that makes appended records durable, a window at a time.
+        let weak = Arc::downgrade(&inner);
+        let window = window.max(Duration::from_millis(1));
+        std::thread::Builder::new()
+            .name("cheng-audit-sync".into())
+            .spawn(move || loop {
+                std::thread::sleep(window);
+                let Some(inner) = weak.upgrade() else { break };
+                if inner.stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                if inner.dirty.swap(false, Ordering::AcqRel) {
+                    // Sync a clone of the descriptor so appends are not blocked meanwhile.
+                    let f = inner.file.lock().ok().and_then(|f| f.try_clone().ok());
+                    if let Some(f) = f {
+                        if let Err(e) = f.sync_data() {
+                            tracing::error!(target: "cheng::records", "cannot sync the audit log: {e}");
+                        }
+                    }
+                }
+            })
+            .map_err(err)?;
+        Ok(AuditLog { inner })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Append a record: written to the file (handed to the OS) before this returns.
+    pub fn append(&self, record: &CallRecord) -> Result<(), AuditError> {
+        let mut line = serde_json::to_vec(record).unwrap_or_default();
+        line.push(b'\n');
+        let mut f = self.inner.file.lock().unwrap_or_else(|p| p.into_inner());
+        // One write call per record: O_APPEND makes it land whole even with several
+        // processes appending.
+        f.write_all(&line).map_err(|source| AuditError { path: self.inner.path.display().to_string(), source })?;
+        self.inner.dirty.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Records matching `filter`, oldest first; a call's latest line wins (a `running`
+    /// line is replaced by its final one).
+    pub fn read(&self, filter: &Filter) -> Result<Vec<CallRecord>, AuditError> {
+        read_log(&self.inner.path, filter)
+    }
+}
+
+/// Read records from the log at `path` (see [`AuditLog::read`]). A line that does not
+/// parse (e.g. cut by a crash) is skipped.
+pub fn read_log(path: &Path, filter: &Filter) -> Result<Vec<CallRecord>, AuditError> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(AuditError { path: path.display().to_string(), source }),
+    };
+    let mut order: Vec<String> = Vec::new();
+    let mut latest: HashMap<String, CallRecord> = HashMap::new();
+    for line in BufReader::new(file).lines() {
+        let Ok(line) = line else { continue };
+        let Ok(rec) = serde_json::from_str::<CallRecord>(&line) else { continue };
+        if !latest.contains_key(&rec.id) {
+            order.push(rec.id.clone());
+        }
+        latest.insert(rec.id.clone(), rec);
+    }
+    let mut out: Vec<CallRecord> = order
+        .into_iter()
+        .filter_map(|id| latest.remove(&id))
+        .filter(|r| filter.status.is_none_or(|s| r.status == s))
+        .filter(|r| filter.tool.as_ref().is_none_or(|t| &r.tool == t))
+        .filter(|r| filter.run.as_ref().is_none_or(|run| &r.run == run))
+        .collect();
+    if let Some(n) = filter.last {
+        let skip = out.len().saturating_sub(n);
+        out.drain(..skip);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(id: &str, status: Status, tool: &str) -> CallRecord {
+        CallRecord {
+            id: id.into(),
+            run: "r".into(),
+            role: "developer".into(),
+            tool: tool.into(),
+            arguments: serde_json::json!({"path": "x"}),
+            status,
+            preview: String::new(),
+            duration_ms: 1.0,
+            result: serde_json::json!({}),
+            error_kind: None,
+            approvals: vec![],
+            started_at_ms: 0,
+        }
+    }
+
+    #[test]
+    fn latest_line_wins_and_filters_apply() {
+        let dir = tempfile_dir("fold");
+        let log = AuditLog::open(&dir.join("audit.jsonl"), Duration::from_millis(5)).unwrap();
+        // A running line, then its final line.
+        log.append(&rec("a", Status::Running, "read_file")).unwrap();
+        log.append(&rec("b", Status::Denied, "write_file")).unwrap();
+        log.append(&rec("a", Status::Ok, "read_file")).unwrap();
+        let all = log.read(&Filter::default()).unwrap();
+        // One record per call, in first-seen order, the final status kept.
+        assert_eq!(all.iter().map(|r| (r.id.as_str(), r.status)).collect::<Vec<_>>(), [("a", Status::Ok), ("b", Status::Denied)]);
+        // Filters by status and tool; last N.
+        assert_eq!(log.read(&Filter { status: Some(Status::Denied), ..Default::default() }).unwrap().len(), 1);
+        assert_eq!(log.read(&Filter { tool: Some("read_file".into()), ..Default::default() }).unwrap()[0].id, "a");
+        assert_eq!(log.read(&Filter { last: Some(1), ..Default::default() }).unwrap()[0].id, "b");
+        // A torn last line is skipped, not fatal.
+        std::fs::OpenOptions::new().append(true).open(dir.join("audit.jsonl")).unwrap().write_all(b"{\"id\":\"c\",").unwrap();
+        assert_eq!(log.read(&Filter::default()).unwrap().len(), 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn large_results_keep_head_tail_size_and_digest() {
+        let big = serde_json::json!({"content": "x".repeat(RESULT_WHOLE_BYTES + 10)});
+        let stored = stored_result(&big);
+        // Truncated, with the whole size and digest.
+        assert_eq!(stored["truncated"], true);
+        assert_eq!(stored["size"], big.to_string().len());
+        assert_eq!(stored["sha256"], hex::encode(Sha256::digest(big.to_string().as_bytes())));
+        assert_eq!(stored["head"].as_str().unwrap().len(), RESULT_EDGE_BYTES);
+        // Small results are kept as they are.
+        let small = serde_json::json!({"a": 1});
+        assert_eq!(stored_result(&small), small);
+    }
+
+    fn tempfile_dir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("cheng-audit-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
 }

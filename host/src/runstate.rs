@@ -19,6 +19,7 @@ type Scope = (String, String);
 pub struct RunStateStore {
     dir: Option<PathBuf>,
     mem: Arc<Mutex<HashMap<Scope, BTreeMap<String, String>>>>,
+    counts: Arc<Mutex<HashMap<String, u64>>>,
 }
 
 /// One component's view of one run's data.
@@ -31,12 +32,36 @@ pub struct RunState {
 impl RunStateStore {
     /// A store persisting under `dir` (`None`: memory only).
     pub fn new(dir: Option<PathBuf>) -> Self {
-        RunStateStore { dir, mem: Arc::default() }
+        RunStateStore { dir, mem: Arc::default(), counts: Arc::default() }
     }
 
     /// The view for `run` and `component`.
     pub fn scope(&self, run: &str, component: &str) -> RunState {
         RunState { store: self.clone(), scope: (run.to_string(), component.to_string()) }
+    }
+
+    /// Count one more call for `run` and return the count so far (this one included).
+    /// With a state directory the count is one byte appended per call to
+    /// `<runs>/<run>/calls`, so concurrent processes count correctly.
+    pub fn count_call(&self, run: &str) -> u64 {
+        if let Some(dir) = &self.dir {
+            use std::io::Write;
+            let d = dir.join(run);
+            let opened = std::fs::create_dir_all(&d).and_then(|_| {
+                std::fs::OpenOptions::new().create(true).append(true).open(d.join("calls"))
+            });
+            if let Ok(mut f) = opened {
+                if f.write_all(b".").is_ok() {
+                    if let Ok(m) = f.metadata() {
+                        return m.len();
+                    }
+                }
+            }
+        }
+        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let c = counts.entry(run.to_string()).or_insert(0);
+        *c += 1;
+        *c
     }
 
     fn file(&self, scope: &Scope) -> Option<PathBuf> {

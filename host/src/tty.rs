@@ -1,5 +1,5 @@
-//! Approvals answered on the controlling terminal (`/dev/tty`), so that a prompt works
-//! even when stdin and stdout are pipes.
+//! Approvals for the CLI: answered on the controlling terminal (`/dev/tty`, so a prompt
+//! works even when stdin and stdout are pipes), or by a fixed answer for one call.
 
 use std::fs::{File, OpenOptions};
 use std::future::Future;
@@ -8,6 +8,25 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use cheng_host::approvals::{ApprovalRequest, Approver, Decision};
+
+/// Approves without asking, saying so on stderr each time (auto-approve, `--approve yes`).
+pub struct AutoApprover;
+
+impl Approver for AutoApprover {
+    fn decide<'a>(&'a self, req: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+        eprintln!("cheng: approved without asking (auto-approve is on): {}", visible(&req.summary));
+        Box::pin(async { Decision::AutoApproved })
+    }
+}
+
+/// Declines every request (`--approve deny`).
+pub struct DeclineAll;
+
+impl Approver for DeclineAll {
+    fn decide<'a>(&'a self, _req: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+        Box::pin(async { Decision::Declined })
+    }
+}
 
 /// Asks on `/dev/tty`; one prompt at a time.
 pub struct TtyApprover {

@@ -15,6 +15,7 @@ pub struct Context {
     run_id: String,
     role: String,
     call_id: String,
+    protected: Vec<String>,
 }
 
 /// A workspace path that passed every rule.
@@ -36,6 +37,7 @@ impl Context {
             run_id: ctx.run_id,
             role: ctx.role,
             call_id: ctx.call_id,
+            protected: ctx.protected,
         };
         // Enter the workspace so that relative paths in `std::fs` calls resolve inside
         // it. Components without a filesystem grant have no such directory; that is fine.
@@ -68,6 +70,14 @@ impl Context {
     /// This call's id.
     pub fn call_id(&self) -> &str {
         &self.call_id
+    }
+
+    /// Whether writing the workspace-relative path `rel` (normalized, as in
+    /// [`Resolved::rel`]) is forbidden: it is, or lies under, a `.git` directory (at any
+    /// depth), the host's configuration file or its state directory.
+    pub fn is_protected(&self, rel: &str) -> bool {
+        rel.split('/').any(|s| s == ".git")
+            || self.protected.iter().any(|p| rel == p || rel.starts_with(&format!("{p}/")))
     }
 
     /// Resolve a path a model sent to an existing file or directory in the workspace.

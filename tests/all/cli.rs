@@ -142,3 +142,127 @@ fn sha256_of(path: &std::path::Path) -> String {
     let out = std::process::Command::new("sha256sum").arg(path).output().unwrap();
     String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap().to_string()
 }
+
+/// A config loading the hostile component as `ap`, with a role holding its probe.
+fn approval_config(ws: &std::path::Path) -> std::path::PathBuf {
+    let wasm = util::programs()["hostile"].clone();
+    let cfg = ws.join("cheng.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "default_role = \"t\"\n[roles.t]\ntools = [\"ap__probe\"]\n[[plugins]]\nid = \"ap\"\npath = {:?}\nsha256 = \"{}\"\n",
+            wasm.display().to_string(),
+            sha256_of(&wasm)
+        ),
+    )
+    .unwrap();
+    cfg
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+#[test]
+fn approvals_prompt_on_a_terminal() {
+    use std::io::Write;
+    let ws = util::workspace();
+    let cfg = approval_config(ws.path());
+    let state = tempfile::tempdir().unwrap();
+    // `script` gives the command a pseudo-terminal as its controlling terminal; what we
+    // write to script's stdin is typed at that terminal.
+    let cmd = format!(
+        "{} --state-dir {} --workspace {} --config {} call ap__probe {}",
+        shell_quote(env!("CARGO_BIN_EXE_cheng")),
+        shell_quote(&state.path().display().to_string()),
+        shell_quote(&ws.path().display().to_string()),
+        shell_quote(&cfg.display().to_string()),
+        shell_quote(r#"{"action":"approval","target":"ls -la"}"#),
+    );
+    for (typed, expected) in [("y\n", "Approved"), ("n\n", "Declined")] {
+        let mut child = std::process::Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .env("CHENG_LOG", "error")
+            .env("XDG_CONFIG_HOME", state.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        // Answer once the prompt is up (typed-ahead input would also be read).
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        stdin.write_all(typed.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let screen = String::from_utf8_lossy(&out.stdout);
+        // The card shows the summary and asks; the answer reaches the tool.
+        assert!(screen.contains("approval requested"), "{screen}");
+        assert!(screen.contains("summary: ls -la"), "{screen}");
+        assert!(screen.contains("Approve? [y/N]"), "{screen}");
+        assert!(screen.contains(&format!("\"detail\": \"{expected}\"")), "{screen}");
+    }
+}
+
+#[test]
+fn approvals_without_a_terminal_are_refused_at_once() {
+    let ws = util::workspace();
+    let cfg = approval_config(ws.path());
+    let state = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    // setsid: no controlling terminal, no approver.
+    let out = std::process::Command::new("setsid")
+        .arg(env!("CARGO_BIN_EXE_cheng"))
+        .arg("--state-dir").arg(state.path())
+        .arg("--workspace").arg(ws.path())
+        .arg("--config").arg(&cfg)
+        .args(["call", "--record", "ap__probe", r#"{"action":"approval","target":"ls -la"}"#])
+        .env("CHENG_LOG", "error")
+        .env_remove("CHENG_AUTO_APPROVE")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Refused, not after the 10-minute default wait; the record says nobody was asked.
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(rec["result"]["detail"], "Declined");
+    assert_eq!(rec["approvals"][0]["decision"], "no_approver");
+}
+
+#[test]
+fn auto_approve_is_seeded_once_then_settings_rule() {
+    let ws = util::workspace();
+    let cfg = approval_config(ws.path());
+    let state = tempfile::tempdir().unwrap();
+    let run = |auto: Option<&str>| {
+        let mut c = std::process::Command::new("setsid");
+        c.arg(env!("CARGO_BIN_EXE_cheng"))
+            .arg("--state-dir").arg(state.path())
+            .arg("--workspace").arg(ws.path())
+            .arg("--config").arg(&cfg)
+            .args(["call", "ap__probe", r#"{"action":"approval","target":"ls"}"#])
+            .env("CHENG_LOG", "error")
+            .stdin(std::process::Stdio::null());
+        match auto {
+            Some(v) => c.env("CHENG_AUTO_APPROVE", v),
+            None => c.env_remove("CHENG_AUTO_APPROVE"),
+        };
+        let out = c.output().unwrap();
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (doc["detail"].as_str().unwrap().to_string(), String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    // Only the exact value "true" counts; "1" at first boot saves auto-approve off.
+    let (d, _) = run(Some("1"));
+    assert_eq!(d, "Declined");
+    // Now the saved settings rule: the variable no longer turns it on.
+    let (d, _) = run(Some("true"));
+    assert_eq!(d, "Declined");
+    // `cheng settings set` turns it on; each skipped approval is announced on stderr.
+    let out = util::cheng_in(ws.path(), state.path()).args(["settings", "set", "auto_approve", "true"]).output().unwrap();
+    assert!(out.status.success());
+    let (d, stderr) = run(None);
+    assert_eq!(d, "Approved");
+    assert!(stderr.contains("approved without asking"), "{stderr}");
+    // And `cheng settings` shows it.
+    let out = util::cheng_in(ws.path(), state.path()).args(["settings"]).output().unwrap();
+    let s: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["auto_approve"], true);
+}

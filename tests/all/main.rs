@@ -10,3 +10,9 @@ mod cli;
 mod fs_tools;
 // The embedder API: unknown tools, bad arguments, grants, cancellation, concurrency.
 mod host_api;
+// Approvals: every answer path, before any tool that needs them.
+mod approvals;
+// Call records, the audit log, `cheng records`, run budgets.
+mod records;
+// Operator policy: external workspaces, per-tool settings, protected paths.
+mod policy;

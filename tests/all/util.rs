@@ -67,8 +67,13 @@ pub fn plugin(id: &str, program_name: &str, grant: Grant) -> PluginSpec {
 
 /// The `cheng` binary, with a shared state dir and no inherited config.
 pub fn cheng(workspace: &Path) -> std::process::Command {
+    cheng_in(workspace, &shared_state())
+}
+
+/// The `cheng` binary with its own state dir and no inherited config.
+pub fn cheng_in(workspace: &Path, state: &Path) -> std::process::Command {
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_cheng"));
-    c.arg("--state-dir").arg(shared_state()).arg("--workspace").arg(workspace);
+    c.arg("--state-dir").arg(state).arg("--workspace").arg(workspace);
     c.env_remove("CHENG_CONFIG").env_remove("CHENG_AUTO_APPROVE").env("CHENG_LOG", "error");
     c.env("XDG_CONFIG_HOME", shared_state().join("no-config"));
     c

@@ -88,6 +88,15 @@ pub struct Config {
     /// Third-party components to load.
     #[serde(default)]
     pub plugins: Vec<PluginConfig>,
+    /// The audit log.
+    #[serde(default)]
+    pub records: RecordsConfig,
+    /// Limits per run.
+    #[serde(default)]
+    pub runs: RunsConfig,
+    /// Where workspaces may be.
+    #[serde(default)]
+    pub workspaces: WorkspacesConfig,
     /// Load plugins whose entry has no `sha256` (default false: a pin is required).
     #[serde(default)]
     pub allow_unpinned_plugins: bool,
@@ -123,6 +132,67 @@ impl Default for LimitsConfig {
     fn default() -> Self {
         LimitsConfig { memory_mb: DEFAULT_MEMORY_MB, cpu_ms: DEFAULT_CPU_MS }
     }
+}
+
+/// The audit log (`[records]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordsConfig {
+    /// Group-commit window: appended records are fsynced together at most this often.
+    #[serde(default = "default_window")]
+    pub commit_window_ms: u64,
+}
+
+impl Default for RecordsConfig {
+    fn default() -> Self {
+        RecordsConfig { commit_window_ms: default_window() }
+    }
+}
+
+fn default_window() -> u64 {
+    100
+}
+
+/// Limits per run (`[runs]`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunsConfig {
+    /// Most tool calls one run may make (its round-trip budget); 0 for no limit.
+    #[serde(default)]
+    pub max_calls: u64,
+}
+
+/// Where workspaces may be (`[workspaces]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspacesConfig {
+    /// The directory projects live under.
+    pub root: Option<PathBuf>,
+    /// Whether a workspace outside `root` may be used (default true).
+    #[serde(default = "yes")]
+    pub allow_external: bool,
+}
+
+impl Default for WorkspacesConfig {
+    fn default() -> Self {
+        WorkspacesConfig { root: None, allow_external: true }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Host-side settings for one tool, read from `[tools.<name>]` (other keys there are
+/// the tool's own).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolLimits {
+    /// Memory limit in MiB.
+    pub memory_mb: Option<u64>,
+    /// CPU deadline in ms.
+    pub cpu_ms: Option<u64>,
+    /// Narrow the tool's filesystem access (`"none"` or `"read"`); never widens it.
+    pub fs: Option<crate::FsAccess>,
 }
 
 /// One third-party component (`[[plugins]]`).
@@ -212,6 +282,9 @@ impl Config {
         })?;
         cfg.source = source;
         cfg.policy()?;
+        for name in cfg.tools.keys() {
+            cfg.tool_limits(name)?;
+        }
         Ok(cfg)
     }
 
@@ -228,6 +301,32 @@ impl Config {
     /// The resolved role table.
     pub fn policy(&self) -> Result<Policy, ConfigError> {
         Policy::from_config(self)
+    }
+
+    /// The host-side settings of `tool` from `[tools.<tool>]`.
+    pub fn tool_limits(&self, tool: &str) -> Result<ToolLimits, ConfigError> {
+        let Some(t) = self.tools.get(tool) else { return Ok(ToolLimits::default()) };
+        let origin = self.source.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+        let err = |key: &str, want: &str| ConfigError {
+            path: origin.clone(),
+            message: format!("[tools.{tool}] {key} must be {want}"),
+        };
+        let int = |key: &str| -> Result<Option<u64>, ConfigError> {
+            match t.get(key) {
+                None => Ok(None),
+                Some(v) => v.as_integer().filter(|i| *i > 0).map(|i| Some(i as u64)).ok_or_else(|| err(key, "a positive integer")),
+            }
+        };
+        let fs = match t.get("fs") {
+            None => None,
+            Some(v) => match v.as_str() {
+                Some("none") => Some(crate::FsAccess::None),
+                Some("read") => Some(crate::FsAccess::Read),
+                Some("write") => Some(crate::FsAccess::Write),
+                _ => return Err(err("fs", "\"none\", \"read\" or \"write\"")),
+            },
+        };
+        Ok(ToolLimits { memory_mb: int("memory_mb")?, cpu_ms: int("cpu_ms")?, fs })
     }
 }
 

@@ -141,8 +141,9 @@ pub async fn describe(
         run: "describe".to_string(),
         role: String::new(),
         spawn_granted: false,
-        approver: Arc::new(crate::approvals::RefuseAll),
-        approval_timeout: Duration::from_secs(1),
+        broker: crate::approvals::Broker::new(Arc::new(crate::approvals::RefuseAll), Duration::from_secs(1), false),
+        approvals: Default::default(),
+        protected: Vec::new(),
         run_state: crate::runstate::RunStateStore::new(None).scope("describe", name),
     });
     let mut store = new_store(engine, wasi, memory, cpu, info);
@@ -172,6 +173,7 @@ pub async fn call(spec: CallSpec<'_>) -> GuestOutcome {
         run_id: spec.info.run.clone(),
         role: spec.info.role.clone(),
         call_id: spec.call_id.to_string(),
+        protected: spec.info.protected.clone(),
     };
     let result = async {
         let tool = spec.pre.instantiate_async(&mut store).await?;

@@ -12,7 +12,7 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use crate::approvals::Approver;
+use crate::approvals::{ApprovalOutcome, Broker};
 use crate::runstate::RunState;
 
 /// Bytes of a guest's stdout and of its stderr kept for the log; the rest is counted
@@ -31,10 +31,12 @@ pub struct CallInfo {
     pub role: String,
     /// Whether the component was granted process spawning.
     pub spawn_granted: bool,
-    /// Who answers approvals.
-    pub approver: Arc<dyn Approver>,
-    /// How long an approval may wait.
-    pub approval_timeout: Duration,
+    /// The approvals broker.
+    pub broker: Broker,
+    /// Approvals this call waited on (for its record).
+    pub approvals: Arc<Mutex<Vec<ApprovalOutcome>>>,
+    /// Workspace-relative paths the call must not write.
+    pub protected: Vec<String>,
     /// Per-run state.
     pub run_state: RunState,
 }

@@ -1,5 +1,6 @@
-//! `cheng:tool/approval`: ask the configured approver, bounded by the approval timeout.
-//! Time spent waiting is not guest computing time, so it is taken off the CPU budget.
+//! `cheng:tool/approval`: ask the approvals broker. Time spent waiting is not guest
+//! computing time, so it is taken off the CPU budget; the outcome goes into the call's
+//! record.
 
 use std::time::Instant;
 
@@ -11,7 +12,7 @@ impl Host for StoreState {
     async fn request(&mut self, req: ApprovalRequest) -> Decision {
         let started = Instant::now();
         let card = approvals::ApprovalRequest {
-            id: uuid::Uuid::new_v4().to_string(),
+            id: crate::new_id(),
             run: self.call.run.clone(),
             role: self.call.role.clone(),
             tool: self.call.tool.clone(),
@@ -19,19 +20,12 @@ impl Host for StoreState {
             detail: req.detail,
             purpose: req.purpose,
         };
-        let approver = self.call.approver.clone();
-        let wait = self.call.approval_timeout;
-        let decision = match tokio::time::timeout(wait, approver.decide(&card)).await {
-            Ok(d) => d,
-            Err(_) => {
-                tracing::info!(target: "approvals", id = %card.id, tool = %card.tool, wait_ms = wait.as_millis() as u64, "approval timed out; treated as refused");
-                D::TimedOut
-            }
-        };
+        let outcome = self.call.broker.request(card).await;
         self.budget.add_wait(started.elapsed());
-        tracing::info!(target: "approvals", id = %card.id, tool = %card.tool, decision = ?decision, "approval answered");
+        let decision = outcome.decision;
+        self.call.approvals.lock().unwrap_or_else(|p| p.into_inner()).push(outcome);
         match decision {
-            D::Approved => Decision::Approved,
+            D::Approved | D::AutoApproved => Decision::Approved,
             D::TimedOut => Decision::TimedOut,
             D::Declined | D::NoApprover => Decision::Declined,
         }

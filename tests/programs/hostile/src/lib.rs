@@ -42,7 +42,7 @@ fn recurse(depth: u64, limit: Option<u64>) -> u64 {
     recurse(depth + 1, limit) + std::hint::black_box(pad)[1] as u64
 }
 
-fn act(input: Input) -> Result<Output, Failure> {
+fn act(input: Input, cx: &Context) -> Result<Output, Failure> {
     let detail = match input.action.as_str() {
         "read" => std::fs::read_to_string(&input.target).map_err(io)?,
         "list" => {
@@ -118,6 +118,7 @@ fn act(input: Input) -> Result<Output, Failure> {
             let outcome = host::run_process(&host::Command { command: "true".into(), ..Default::default() })?;
             format!("spawned: {:?}", outcome.termination)
         }
+        "protected" => format!("{}", cx.is_protected(&input.target)),
         "approval" => {
             let d = host::request_approval(&input.target, &format!("detail: {}", input.target), "a test");
             format!("{d:?}")
@@ -135,8 +136,8 @@ impl Tool for Probe {
     const NEEDS: Needs = Needs::WRITE.with_spawn();
     type Input = Input;
     type Output = Output;
-    fn run(input: Input, _cx: &Context) -> Result<Output, Failure> {
-        act(input)
+    fn run(input: Input, cx: &Context) -> Result<Output, Failure> {
+        act(input, cx)
     }
 }
 
@@ -148,8 +149,8 @@ impl Tool for ProbeRead {
     const NEEDS: Needs = Needs::READ;
     type Input = Input;
     type Output = Output;
-    fn run(input: Input, _cx: &Context) -> Result<Output, Failure> {
-        act(input)
+    fn run(input: Input, cx: &Context) -> Result<Output, Failure> {
+        act(input, cx)
     }
 }
 
