@@ -41,8 +41,11 @@ fn status_kb(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-async fn host(state: &Path, noop: &[u8]) -> Host {
+async fn host(state: &Path, noop: &[u8], records: bool) -> Host {
     let mut b = HostBuilder::new();
+    if !records {
+        b.without_audit_log();
+    }
     b.config(Config::from_toml_str("[roles.bench]\ntools = [\"noop__noop\", \"noop__noop_read\", \"noop__noop_wait\", \"read_file\"]\n", "bench.toml").unwrap());
     b.state_dir(state);
     b.plugin(PluginSpec {
@@ -71,7 +74,7 @@ async fn main() {
 
     // First call of a never-compiled component: the compile time.
     let t = Instant::now();
-    let h = host(state.path(), &noop_wasm).await;
+    let h = host(state.path(), &noop_wasm, true).await;
     let cold_build = t.elapsed();
     let cx = Context::new(ws.path()).role("bench").run("bench");
     let t = Instant::now();
@@ -82,7 +85,9 @@ async fn main() {
     println!("host build incl. compiling noop + fs describe: {:.1} ms", cold_build.as_secs_f64() * 1e3);
     println!("first read_file call incl. loading fs: {:.1} ms", first_fs_call.as_secs_f64() * 1e3);
 
-    // In-process trivial calls.
+    // In-process trivial calls, with call records (the audit log) on, then off.
+    let h_off = host(state.path(), &noop_wasm, false).await;
+    for (label, h) in [("records on", &h), ("records off", &h_off)] {
     for tool in ["noop__noop", "noop__noop_read", "read_file"] {
         let input = if tool == "read_file" { json!({"path": "small.txt"}) } else { json!({}) };
         for _ in 0..200 {
@@ -96,7 +101,8 @@ async fn main() {
             debug_assert_eq!(r.status, Status::Ok);
         }
         let (p50, p99) = summarize(v);
-        println!("in-process {tool}: p50 {:.1} us, p99 {:.1} us ({iters} calls)", us(p50), us(p99));
+        println!("in-process {tool} ({label}): p50 {:.1} us, p99 {:.1} us ({iters} calls)", us(p50), us(p99));
+    }
     }
 
     // read_file at its maximum (1 MiB) vs std::fs::read of the same file.

@@ -190,6 +190,7 @@ pub struct HostBuilder {
     plugins: Vec<PluginSpec>,
     engine: runtime::engine::EngineOptions,
     audit: Option<PathBuf>,
+    audit_off: bool,
     external_answers: bool,
 }
 
@@ -224,6 +225,7 @@ impl HostBuilder {
             plugins: Vec::new(),
             engine: runtime::engine::EngineOptions::default(),
             audit: None,
+            audit_off: false,
             external_answers: false,
         }
     }
@@ -232,6 +234,12 @@ impl HostBuilder {
     /// when a state directory is set, else no audit log).
     pub fn audit_log(&mut self, path: impl Into<PathBuf>) -> &mut Self {
         self.audit = Some(path.into());
+        self
+    }
+
+    /// Keep no audit log, even with a state directory (benchmarks, throwaway hosts).
+    pub fn without_audit_log(&mut self) -> &mut Self {
+        self.audit_off = true;
         self
     }
 
@@ -349,7 +357,10 @@ impl HostBuilder {
             Duration::from_millis(self.config.approvals.timeout_ms),
             self.external_answers,
         );
-        let audit_path = self.audit.clone().or_else(|| self.state_dir.as_ref().map(|d| d.join("audit.jsonl")));
+        let audit_path = match self.audit_off {
+            true => None,
+            false => self.audit.clone().or_else(|| self.state_dir.as_ref().map(|d| d.join("audit.jsonl"))),
+        };
         let audit = match audit_path {
             Some(p) => Some(
                 AuditLog::open(&p, Duration::from_millis(self.config.records.commit_window_ms))
@@ -515,9 +526,7 @@ impl Host {
                     terminal: false,
                     duration: Duration::ZERO,
                 };
-                if let Err(e) = log.append(&record(Status::Running, &running)) {
-                    tracing::error!(target: "cheng::records", "{e}");
-                }
+                log.append_later(record(Status::Running, &running));
             }
         };
         let result = tokio::select! {

@@ -54,6 +54,8 @@ pub const PREVIEW_CHARS: usize = 200;
 pub const RESULT_WHOLE_BYTES: usize = 1 << 20;
 /// Bytes kept from each end of a larger result.
 pub const RESULT_EDGE_BYTES: usize = 64 << 10;
+/// How often queued `running` lines are written.
+pub const LATER_TICK: Duration = Duration::from_millis(10);
 /// The default group-commit window.
 pub const DEFAULT_COMMIT_WINDOW: Duration = Duration::from_millis(100);
 
@@ -175,10 +177,15 @@ struct AuditInner {
     file: Mutex<File>,
     dirty: AtomicBool,
     stop: AtomicBool,
+    later: Mutex<Vec<CallRecord>>,
 }
 
 impl Drop for AuditInner {
     fn drop(&mut self) {
+        let queued = std::mem::take(&mut *self.later.lock().unwrap_or_else(|p| p.into_inner()));
+        for rec in &queued {
+            let _ = append_line(self, rec);
+        }
         if self.dirty.load(Ordering::Acquire) {
             if let Ok(f) = self.file.lock() {
                 let _ = f.sync_data();
@@ -200,24 +207,41 @@ impl AuditLog {
             file: Mutex::new(file),
             dirty: AtomicBool::new(false),
             stop: AtomicBool::new(false),
+            later: Mutex::new(Vec::new()),
         });
-        // The one writer that makes appended records durable, a window at a time.
+        // The one background writer: every few milliseconds it appends the records
+        // queued with `append_later`, and once a window it makes everything appended
+        // durable. Queueing costs a lock and a push, no system call.
         let weak = Arc::downgrade(&inner);
         let window = window.max(Duration::from_millis(1));
+        let tick = window.min(LATER_TICK);
         std::thread::Builder::new()
             .name("cheng-audit-sync".into())
-            .spawn(move || loop {
-                std::thread::sleep(window);
-                let Some(inner) = weak.upgrade() else { break };
-                if inner.stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                if inner.dirty.swap(false, Ordering::AcqRel) {
-                    // Sync a clone of the descriptor so appends are not blocked meanwhile.
-                    let f = inner.file.lock().ok().and_then(|f| f.try_clone().ok());
-                    if let Some(f) = f {
-                        if let Err(e) = f.sync_data() {
-                            tracing::error!(target: "cheng::records", "cannot sync the audit log: {e}");
+            .spawn(move || {
+                let mut last_sync = std::time::Instant::now();
+                loop {
+                    std::thread::sleep(tick);
+                    let Some(inner) = weak.upgrade() else { break };
+                    if inner.stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let queued = std::mem::take(&mut *inner.later.lock().unwrap_or_else(|p| p.into_inner()));
+                    for rec in &queued {
+                        if let Err(e) = append_line(&inner, rec) {
+                            tracing::error!(target: "cheng::records", "{e}");
+                        }
+                    }
+                    if last_sync.elapsed() < window {
+                        continue;
+                    }
+                    last_sync = std::time::Instant::now();
+                    if inner.dirty.swap(false, Ordering::AcqRel) {
+                        // Sync a clone of the descriptor so appends are not blocked meanwhile.
+                        let f = inner.file.lock().ok().and_then(|f| f.try_clone().ok());
+                        if let Some(f) = f {
+                            if let Err(e) = f.sync_data() {
+                                tracing::error!(target: "cheng::records", "cannot sync the audit log: {e}");
+                            }
                         }
                     }
                 }
@@ -233,21 +257,31 @@ impl AuditLog {
 
     /// Append a record: written to the file (handed to the OS) before this returns.
     pub fn append(&self, record: &CallRecord) -> Result<(), AuditError> {
-        let mut line = serde_json::to_vec(record).unwrap_or_default();
-        line.push(b'\n');
-        let mut f = self.inner.file.lock().unwrap_or_else(|p| p.into_inner());
-        // One write call per record: O_APPEND makes it land whole even with several
-        // processes appending.
-        f.write_all(&line).map_err(|source| AuditError { path: self.inner.path.display().to_string(), source })?;
-        self.inner.dirty.store(true, Ordering::Release);
-        Ok(())
+        append_line(&self.inner, record)
     }
 
-    /// Records matching `filter`, oldest first; a call's latest line wins (a `running`
-    /// line is replaced by its final one).
+    /// Queue a record for the background writer: for `running` lines, which need not
+    /// be on file before the call goes on (a final line always wins over them).
+    pub fn append_later(&self, record: CallRecord) {
+        self.inner.later.lock().unwrap_or_else(|p| p.into_inner()).push(record);
+    }
+
+    /// Records matching `filter`, oldest first; a call's final line wins over its
+    /// `running` line.
     pub fn read(&self, filter: &Filter) -> Result<Vec<CallRecord>, AuditError> {
         read_log(&self.inner.path, filter)
     }
+}
+
+fn append_line(inner: &AuditInner, record: &CallRecord) -> Result<(), AuditError> {
+    let mut line = serde_json::to_vec(record).unwrap_or_default();
+    line.push(b'\n');
+    let mut f = inner.file.lock().unwrap_or_else(|p| p.into_inner());
+    // One write call per record: O_APPEND makes it land whole even with several
+    // processes appending.
+    f.write_all(&line).map_err(|source| AuditError { path: inner.path.display().to_string(), source })?;
+    inner.dirty.store(true, Ordering::Release);
+    Ok(())
 }
 
 /// Read records from the log at `path` (see [`AuditLog::read`]). A line that does not
@@ -263,8 +297,12 @@ pub fn read_log(path: &Path, filter: &Filter) -> Result<Vec<CallRecord>, AuditEr
     for line in BufReader::new(file).lines() {
         let Ok(line) = line else { continue };
         let Ok(rec) = serde_json::from_str::<CallRecord>(&line) else { continue };
-        if !latest.contains_key(&rec.id) {
-            order.push(rec.id.clone());
+        match latest.get(&rec.id) {
+            None => order.push(rec.id.clone()),
+            // A `running` line queued in the background may land after its final line:
+            // the final line wins whatever the order.
+            Some(prev) if prev.status != Status::Running && rec.status == Status::Running => continue,
+            Some(_) => {}
         }
         latest.insert(rec.id.clone(), rec);
     }
