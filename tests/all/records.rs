@@ -34,7 +34,9 @@ async fn every_call_is_recorded_with_its_status() {
     assert!(recs[0].preview.starts_with("Read all 1 lines"));
     assert_eq!(recs[1].error_kind.as_deref(), Some("LOCAL_EXECUTOR_NOT_FOUND"));
     assert_eq!(recs[2].role, "lister");
-    // The log holds a running line for each call that ran, then its final line.
+    // The log holds a running line for each call that ran (queued; flushed at the
+    // latest when the host is dropped), and its final line.
+    drop(h);
     let raw = std::fs::read_to_string(state.path().join("audit.jsonl")).unwrap();
     assert_eq!(raw.matches("\"status\":\"running\"").count(), 2);
 }
