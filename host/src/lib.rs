@@ -638,7 +638,7 @@ impl Host {
         };
         // 4. The workspace: resolved once per call (it may sit behind a symlink).
         let guard = match guard::Guard::new(&cx.workspace) {
-            Ok(g) => g,
+            Ok(g) => Arc::new(g),
             Err(e) => return fail(Status::Error, ErrorKind::NotFound, e.to_string()),
         };
         if let Some(root) = &inner.workspaces_root {
@@ -687,6 +687,11 @@ impl Host {
             .map(|rel| rel.to_string_lossy().into_owned())
             .filter(|rel| !rel.is_empty())
             .collect();
+        // Config can only narrow what the tool declared.
+        let declared_fs = limits.fs.map_or(spec.needs.fs, |f| f.min(spec.needs.fs));
+        let mounts = grant::mounts(declared_fs, &entry.component.grant.fs);
+        let memory_mb = limits.memory_mb.or(entry.component.grant.memory_mb).unwrap_or(inner.config.limits.memory_mb);
+        let cpu_ms = limits.cpu_ms.or(entry.component.grant.cpu_ms).unwrap_or(inner.config.limits.cpu_ms);
         let info = Arc::new(CallInfo {
             component: entry.component.name.clone(),
             tool: tool.to_string(),
@@ -696,13 +701,10 @@ impl Host {
             broker: inner.broker.clone(),
             approvals: approvals.clone(),
             protected,
+            guard: Some(guard.clone()),
+            mounts: mounts.clone(),
             run_state: inner.run_state.scope(&cx.run, &entry.component.name),
         });
-        // Config can only narrow what the tool declared.
-        let declared_fs = limits.fs.map_or(spec.needs.fs, |f| f.min(spec.needs.fs));
-        let mounts = grant::mounts(declared_fs, &entry.component.grant.fs);
-        let memory_mb = limits.memory_mb.or(entry.component.grant.memory_mb).unwrap_or(inner.config.limits.memory_mb);
-        let cpu_ms = limits.cpu_ms.or(entry.component.grant.cpu_ms).unwrap_or(inner.config.limits.cpu_ms);
         on_start();
         let input_text = input.to_string();
         let outcome = runtime::call::call(CallSpec {

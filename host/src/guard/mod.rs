@@ -258,5 +258,8 @@ pub fn walk_beneath(root: std::os::fd::BorrowedFd<'_>, rel: &str) -> Result<Owne
     Ok(stack.pop().expect("the root stays on the stack"))
 }
 
+mod write;
+pub use write::{WriteError, Written};
+
 #[cfg(test)]
 mod tests;

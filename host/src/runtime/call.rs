@@ -45,7 +45,7 @@ pub struct CallSpec<'a> {
     /// Input JSON text.
     pub input: &'a str,
     /// The workspace guard (its root is the resolved workspace).
-    pub guard: &'a Guard,
+    pub guard: &'a Arc<Guard>,
     /// Directories to preopen.
     pub mounts: &'a [Mount],
     /// Memory limit in bytes.
@@ -144,6 +144,8 @@ pub async fn describe(
         broker: crate::approvals::Broker::new(Arc::new(crate::approvals::RefuseAll), Duration::from_secs(1), false),
         approvals: Default::default(),
         protected: Vec::new(),
+        guard: None,
+        mounts: Vec::new(),
         run_state: crate::runstate::RunStateStore::new(None).scope("describe", name),
     });
     let mut store = new_store(engine, wasi, memory, cpu, info);

@@ -37,6 +37,10 @@ pub struct CallInfo {
     pub approvals: Arc<Mutex<Vec<ApprovalOutcome>>>,
     /// Workspace-relative paths the call must not write.
     pub protected: Vec<String>,
+    /// The call's workspace guard (none while describing).
+    pub guard: Option<Arc<crate::guard::Guard>>,
+    /// What the component has mounted, for host-side filesystem requests.
+    pub mounts: Vec<crate::grant::Mount>,
     /// Per-run state.
     pub run_state: RunState,
 }

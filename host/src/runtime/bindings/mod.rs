@@ -3,7 +3,8 @@
 //!
 //! | interface | file | what the host does |
 //! |---|---|---|
-//! | `cheng:tool/approval` | [`approval`] | asks the configured approver, with a timeout |
+//! | `cheng:tool/approval` | [`approval`] | asks the approvals broker |
+//! | `cheng:tool/fs` | [`fs`] | atomic writes and removals through the guard, within the grant |
 //! | `cheng:tool/process` | [`process`] | refuses without a spawn grant |
 //! | `cheng:tool/run-state` | [`run_state`] | per-run data, scoped to the component |
 //! | `cheng:tool/log` | [`log`] | guest log lines into `tracing` |
@@ -11,6 +12,7 @@
 //! WASI comes from `wasmtime-wasi` (`p2`), limited per call by the store's context.
 
 pub mod approval;
+pub mod fs;
 pub mod log;
 pub mod process;
 pub mod run_state;

@@ -1,0 +1,259 @@
+//! Atomic writes and removals through the guard: the host side of the `fs` interface.
+//!
+//! A write never leaves a half-written file. The new content goes to an unnamed
+//! temporary file (`O_TMPFILE`) in the target's directory, gets the old file's
+//! permission bits, is flushed, and then appears in one step: `linkat` for a new file
+//! (which also refuses a file created meanwhile), or a link to a per-target temporary
+//! name followed by `renameat` over the old file. A crash at any point leaves the old
+//! file or the new one; the only trace a crash can leave is the temporary name
+//! `.<name>.cheng-tmp` (between the link and the rename), which the next write of the
+//! same file replaces.
+//!
+//! `CHENG_FAILPOINT=<point>` aborts the process at a named point of a write (`tmpfile`,
+//! `written`, `synced`, `linked`, `renamed`): a test hook for the crash tests.
+
+use std::io::Write as _;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::OnceLock;
+
+use cheng_path_rules::lexical;
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
+
+use super::{Guard, GuardError};
+
+/// What a write did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    /// The file did not exist before.
+    pub created: bool,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+/// Why a write or removal was refused or failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WriteError {
+    /// The path was refused by the guard.
+    #[error(transparent)]
+    Guard(#[from] GuardError),
+    /// The target exists and overwriting was not asked for.
+    #[error("File already exists: {0}; pass overwrite=true to replace it")]
+    Exists(String),
+    /// The target (or a parent) is a directory, or the parent is missing.
+    #[error("{0}")]
+    Invalid(String),
+    /// A filesystem error.
+    #[error("{0}")]
+    Io(String),
+}
+
+fn failpoint(point: &str) {
+    static POINT: OnceLock<Option<String>> = OnceLock::new();
+    if POINT.get_or_init(|| std::env::var("CHENG_FAILPOINT").ok()).as_deref() == Some(point) {
+        std::process::abort();
+    }
+}
+
+fn io(what: &str, path: &str, e: Errno) -> WriteError {
+    WriteError::Io(format!("cannot {what} \"{path}\": {}", std::io::Error::from(e)))
+}
+
+impl Guard {
+    /// Split `path` into its parent directory (opened beneath the root, creating
+    /// missing directories when asked) and its final name.
+    fn parent_of(&self, path: &str, create_dirs: bool) -> Result<(OwnedFd, String, String), WriteError> {
+        let rel = lexical(path, &self.root_str).map_err(|refusal| {
+            WriteError::Guard(GuardError::Lexical { refusal, message: refusal.message(path, &self.root_str) })
+        })?;
+        let norm = rel.normalized();
+        if norm == "." || rel.has_parent_segments() || rel.trailing_slash() {
+            return Err(WriteError::Invalid(format!("\"{path}\" does not name a file inside the workspace")));
+        }
+        let (dir, name) = match norm.rsplit_once('/') {
+            Some((d, n)) => (d.to_string(), n.to_string()),
+            None => (".".to_string(), norm.clone()),
+        };
+        if create_dirs && dir != "." {
+            let mut so_far = String::new();
+            for seg in dir.split('/') {
+                let parent = if so_far.is_empty() { ".".to_string() } else { so_far.clone() };
+                so_far = if so_far.is_empty() { seg.to_string() } else { format!("{so_far}/{seg}") };
+                match self.open_beneath(&so_far) {
+                    Ok(_) => {}
+                    Err(Errno::NOENT) => {
+                        let pfd = self.open_beneath(&parent).map_err(|e| self.explain(path, &parent, e))?;
+                        match rustix::fs::mkdirat(&pfd, seg, Mode::from_raw_mode(0o755)) {
+                            Ok(()) | Err(Errno::EXIST) => {}
+                            Err(e) => return Err(io("create the directory", &so_far, e)),
+                        }
+                    }
+                    Err(e) => return Err(self.explain(path, &so_far, e).into()),
+                }
+            }
+        }
+        let fd = self.open_beneath(&dir).map_err(|e| match e {
+            Errno::NOENT => WriteError::Invalid(format!(
+                "The directory \"{dir}\" does not exist; pass create_dirs=true to create it"
+            )),
+            e => self.explain(path, &dir, e).into(),
+        })?;
+        // A real directory handle (O_PATH handles cannot be synced).
+        let dirfd = rustix::fs::openat(&fd, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| match e {
+                Errno::NOTDIR => WriteError::Invalid(format!("\"{dir}\" is not a directory")),
+                e => io("open the directory", &dir, e),
+            })?;
+        Ok((dirfd, name, norm))
+    }
+
+    /// Write `contents` to `path` atomically (see the module docs).
+    pub fn write_atomic(&self, path: &str, contents: &[u8], create_dirs: bool, overwrite: bool) -> Result<Written, WriteError> {
+        let (dir, name, norm) = self.parent_of(path, create_dirs)?;
+        // The target as it is now: its mode to keep, and what it is.
+        let existing = match rustix::fs::statat(&dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => {
+                let ft = rustix::fs::FileType::from_raw_mode(st.st_mode);
+                if ft == rustix::fs::FileType::Symlink {
+                    return Err(GuardError::Symlink {
+                        message: cheng_path_rules::symlink_message(path, &norm, &self.root_str),
+                    }
+                    .into());
+                }
+                if ft != rustix::fs::FileType::RegularFile {
+                    return Err(WriteError::Invalid(format!("\"{norm}\" exists and is not a regular file")));
+                }
+                if !overwrite {
+                    return Err(WriteError::Exists(norm));
+                }
+                Some(st.st_mode & 0o7777)
+            }
+            Err(Errno::NOENT) => None,
+            Err(e) => return Err(io("inspect", &norm, e)),
+        };
+        let mode = existing.unwrap_or(0o644);
+        let tmp = rustix::fs::openat(&dir, ".", OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC, Mode::from_raw_mode(mode))
+            .map_err(|e| io("create a temporary file beside", &norm, e))?;
+        failpoint("tmpfile");
+        let mut file = std::fs::File::from(tmp);
+        file.write_all(contents).map_err(|e| WriteError::Io(format!("cannot write \"{norm}\": {e}")))?;
+        failpoint("written");
+        // The umask may have narrowed the mode; set it exactly (this keeps +x).
+        rustix::fs::fchmod(&file, Mode::from_raw_mode(mode)).map_err(|e| io("set the mode of", &norm, e))?;
+        file.sync_all().map_err(|e| WriteError::Io(format!("cannot flush \"{norm}\": {e}")))?;
+        failpoint("synced");
+        let by_fd = format!("/proc/self/fd/{}", file.as_raw_fd());
+        let created = match existing {
+            None => match rustix::fs::linkat(rustix::fs::CWD, by_fd.as_str(), &dir, name.as_str(), AtFlags::SYMLINK_FOLLOW) {
+                Ok(()) => true,
+                Err(Errno::EXIST) if overwrite => {
+                    // Created meanwhile by someone else: replace it like an existing file.
+                    self.replace(&dir, &name, &by_fd, &norm)?;
+                    false
+                }
+                Err(Errno::EXIST) => return Err(WriteError::Exists(norm)),
+                Err(e) => return Err(io("create", &norm, e)),
+            },
+            Some(_) => {
+                self.replace(&dir, &name, &by_fd, &norm)?;
+                false
+            }
+        };
+        failpoint("renamed");
+        rustix::fs::fsync(&dir).map_err(|e| io("flush the directory of", &norm, e))?;
+        Ok(Written { created, bytes: contents.len() as u64 })
+    }
+
+    /// Put the flushed unnamed file at `by_fd` in place of `name`.
+    fn replace(&self, dir: &OwnedFd, name: &str, by_fd: &str, norm: &str) -> Result<(), WriteError> {
+        let tmp_name = format!(".{name}.cheng-tmp");
+        // A leftover from a crashed write of this same file is replaced.
+        let _ = rustix::fs::unlinkat(dir, tmp_name.as_str(), AtFlags::empty());
+        rustix::fs::linkat(rustix::fs::CWD, by_fd, dir, tmp_name.as_str(), AtFlags::SYMLINK_FOLLOW)
+            .map_err(|e| io("stage", norm, e))?;
+        failpoint("linked");
+        rustix::fs::renameat(dir, tmp_name.as_str(), dir, name).map_err(|e| {
+            let _ = rustix::fs::unlinkat(dir, tmp_name.as_str(), AtFlags::empty());
+            io("replace", norm, e)
+        })
+    }
+
+    /// Remove the file at `path` (not a directory, not through a symlink).
+    pub fn remove_file(&self, path: &str) -> Result<(), WriteError> {
+        let (dir, name, norm) = self.parent_of(path, false)?;
+        let st = rustix::fs::statat(&dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW).map_err(|e| match e {
+            Errno::NOENT => WriteError::Guard(GuardError::NotFound { message: cheng_path_rules::not_found_message(path) }),
+            e => io("inspect", &norm, e),
+        })?;
+        if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory {
+            return Err(WriteError::Invalid(format!("\"{norm}\" is a directory")));
+        }
+        rustix::fs::unlinkat(&dir, name.as_str(), AtFlags::empty()).map_err(|e| io("remove", &norm, e))?;
+        rustix::fs::fsync(&dir).map_err(|e| io("flush the directory of", &norm, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    #[test]
+    fn writes_are_atomic_keep_modes_and_respect_flags() {
+        let dir = tempfile_dir("write");
+        let g = Guard::new(&dir).unwrap();
+        // A new file is created.
+        assert_eq!(g.write_atomic("a.txt", b"one", false, true).unwrap(), Written { created: true, bytes: 3 });
+        assert_eq!(std::fs::read_to_string(dir.join("a.txt")).unwrap(), "one");
+        // An executable keeps its mode when replaced.
+        std::fs::set_permissions(dir.join("a.txt"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(!g.write_atomic("a.txt", b"two", false, true).unwrap().created);
+        assert_eq!(std::fs::metadata(dir.join("a.txt")).unwrap().permissions().mode() & 0o777, 0o755);
+        assert_eq!(std::fs::read_to_string(dir.join("a.txt")).unwrap(), "two");
+        // overwrite=false refuses an existing file and leaves it alone.
+        assert!(matches!(g.write_atomic("a.txt", b"three", false, false), Err(WriteError::Exists(_))));
+        assert_eq!(std::fs::read_to_string(dir.join("a.txt")).unwrap(), "two");
+        // Missing parents need create_dirs.
+        assert!(matches!(g.write_atomic("x/y/z.txt", b"z", false, true), Err(WriteError::Invalid(_))));
+        g.write_atomic("x/y/z.txt", b"z", true, true).unwrap();
+        assert_eq!(std::fs::read_to_string(dir.join("x/y/z.txt")).unwrap(), "z");
+        // Symlinks are refused, as the target and on the way.
+        std::os::unix::fs::symlink("a.txt", dir.join("link")).unwrap();
+        std::os::unix::fs::symlink("x", dir.join("dirlink")).unwrap();
+        assert!(matches!(g.write_atomic("link", b"!", false, true), Err(WriteError::Guard(GuardError::Symlink { .. }))));
+        assert!(matches!(g.write_atomic("dirlink/y/new", b"!", false, true), Err(WriteError::Guard(GuardError::Symlink { .. }))));
+        assert!(matches!(g.write_atomic("dirlink/q/new", b"!", true, true), Err(WriteError::Guard(GuardError::Symlink { .. }))));
+        assert!(!dir.join("x/q").exists());
+        // Escapes are refused.
+        assert!(matches!(g.write_atomic("../evil", b"!", true, true), Err(WriteError::Guard(GuardError::Lexical { .. }))));
+        // No temporary file is left anywhere.
+        let leftovers: Vec<_> = walk(&dir).into_iter().filter(|p| p.contains("cheng-tmp")).collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+        // Removal: files only.
+        g.remove_file("x/y/z.txt").unwrap();
+        assert!(!dir.join("x/y/z.txt").exists());
+        assert!(matches!(g.remove_file("x"), Err(WriteError::Invalid(_))));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn walk(dir: &std::path::Path) -> Vec<String> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            out.push(p.display().to_string());
+            if p.is_dir() && !p.is_symlink() {
+                out.extend(walk(&p));
+            }
+        }
+        out
+    }
+
+    fn tempfile_dir(tag: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("cheng-write-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+}

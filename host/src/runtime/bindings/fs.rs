@@ -1,0 +1,66 @@
+//! `cheng:tool/fs`: atomic writes and removals done by the host, through the workspace
+//! guard, only under a read-write mount of the call's grant and never on a protected
+//! path. Every refusal is logged at `cheng::denials`.
+
+use super::generated::cheng::tool::fs::{Host, WriteResult};
+use super::generated::cheng::tool::types::{ErrorKind, Failure};
+use crate::guard::{GuardError, WriteError};
+use crate::runtime::store::StoreState;
+
+fn refuse(kind: ErrorKind, message: String) -> Failure {
+    Failure { kind, message, terminal: true }
+}
+
+impl StoreState {
+    /// The first statement of every `fs` function: is `path` writable for this call?
+    fn check_writable(&self, path: &str) -> Result<std::sync::Arc<crate::guard::Guard>, Failure> {
+        let Some(guard) = self.call.guard.clone() else {
+            return Err(refuse(ErrorKind::NotGranted, "this component has no access to the workspace".into()));
+        };
+        let rel = match cheng_path_rules::lexical(path, &guard.root().to_string_lossy()) {
+            Ok(r) => r.normalized(),
+            Err(r) => return Err(refuse(ErrorKind::PathRefused, r.message(path, &guard.root().to_string_lossy()))),
+        };
+        let under = |m: &crate::grant::Mount| m.rel == "." || rel == m.rel || rel.starts_with(&format!("{}/", m.rel));
+        if !self.call.mounts.iter().any(|m| m.write && under(m)) {
+            tracing::warn!(target: "cheng::denials", component = %self.call.component, tool = %self.call.tool, path, "write outside the grant refused");
+            return Err(refuse(ErrorKind::NotGranted, format!("refused: \"{rel}\" is outside this tool's write grant")));
+        }
+        let protected = rel.split('/').any(|s| s == ".git")
+            || self.call.protected.iter().any(|p| rel == *p || rel.starts_with(&format!("{p}/")));
+        if protected {
+            tracing::warn!(target: "cheng::denials", component = %self.call.component, tool = %self.call.tool, path, "write to a protected path refused");
+            return Err(refuse(
+                ErrorKind::PathRefused,
+                format!("Refusing to write \"{rel}\": .git, the host's configuration and its state directory are never written by tools"),
+            ));
+        }
+        Ok(guard)
+    }
+}
+
+fn failure(e: WriteError) -> Failure {
+    let kind = match &e {
+        WriteError::Guard(g) => match g {
+            GuardError::NotFound { .. } => ErrorKind::NotFound,
+            GuardError::Io { .. } => ErrorKind::Io,
+            _ => ErrorKind::PathRefused,
+        },
+        WriteError::Exists(_) | WriteError::Invalid(_) => ErrorKind::InvalidArgument,
+        WriteError::Io(_) => ErrorKind::Io,
+    };
+    Failure { kind, message: e.to_string(), terminal: kind != ErrorKind::Io }
+}
+
+impl Host for StoreState {
+    async fn write_file(&mut self, path: String, contents: Vec<u8>, create_dirs: bool, overwrite: bool) -> Result<WriteResult, Failure> {
+        let guard = self.check_writable(&path)?;
+        let w = guard.write_atomic(&path, &contents, create_dirs, overwrite).map_err(failure)?;
+        Ok(WriteResult { created: w.created, bytes_written: w.bytes })
+    }
+
+    async fn remove_file(&mut self, path: String) -> Result<(), Failure> {
+        let guard = self.check_writable(&path)?;
+        guard.remove_file(&path).map_err(failure)
+    }
+}
