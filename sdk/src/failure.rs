@@ -46,6 +46,28 @@ impl ErrorKind {
         !matches!(self, ErrorKind::Timeout | ErrorKind::Cancelled | ErrorKind::OutputLimit | ErrorKind::Io)
     }
 
+    /// The stable wire code callers see, e.g. `LOCAL_EXECUTOR_NOT_FOUND`.
+    pub fn code(self) -> &'static str {
+        use ErrorKind::*;
+        match self {
+            InvalidArgument => "LOCAL_EXECUTOR_INVALID_ARGUMENT",
+            PathRefused => "LOCAL_EXECUTOR_PATH_REFUSED",
+            NotFound => "LOCAL_EXECUTOR_NOT_FOUND",
+            NotGranted => "LOCAL_EXECUTOR_NOT_GRANTED",
+            ApprovalDenied => "LOCAL_EXECUTOR_APPROVAL_DENIED",
+            CommandNotAllowed => "LOCAL_EXECUTOR_COMMAND_NOT_ALLOWED",
+            ShellSyntaxDisabled => "LOCAL_EXECUTOR_SHELL_SYNTAX_DISABLED",
+            SpawnFailed => "LOCAL_EXECUTOR_SPAWN_FAILED",
+            Timeout => "LOCAL_EXECUTOR_TIMEOUT",
+            Cancelled => "LOCAL_EXECUTOR_CANCELLED",
+            OutputLimit => "LOCAL_EXECUTOR_OUTPUT_LIMIT",
+            Io => "LOCAL_EXECUTOR_IO",
+            Crashed => "LOCAL_EXECUTOR_CRASHED",
+            BinaryFile => "LOCAL_EXECUTOR_BINARY_FILE",
+            TooLarge => "LOCAL_EXECUTOR_TOO_LARGE",
+        }
+    }
+
     pub(crate) fn to_wit(self) -> wt::ErrorKind {
         use ErrorKind::*;
         match self {

@@ -171,3 +171,26 @@ pub fn log(level: Level, message: &str) {
     };
     wlog::log(level, message);
 }
+
+/// What [`write_file`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteResult {
+    /// The file did not exist before.
+    pub created: bool,
+    /// Bytes written.
+    pub bytes_written: u64,
+}
+
+/// Write a whole workspace file atomically through the host: readers (and crashes) see
+/// the old file or the new one, never a mix, and the file keeps its permission bits.
+/// `path` is relative to the workspace root; it must lie under a read-write grant and
+/// must not be protected (see [`crate::Context::is_protected`]).
+pub fn write_file(path: &str, contents: &[u8], create_dirs: bool, overwrite: bool) -> Result<WriteResult, Failure> {
+    let r = crate::wit::cheng::tool::fs::write_file(path, contents, create_dirs, overwrite).map_err(Failure::from_wit)?;
+    Ok(WriteResult { created: r.created, bytes_written: r.bytes_written })
+}
+
+/// Remove a workspace file through the host (same rules as [`write_file`]).
+pub fn remove_file(path: &str) -> Result<(), Failure> {
+    crate::wit::cheng::tool::fs::remove_file(path).map_err(Failure::from_wit)
+}

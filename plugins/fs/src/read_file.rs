@@ -35,19 +35,19 @@ pub struct Output {
     /// True when the file was read.
     success: bool,
     /// One sentence on what was returned.
-    summary: String,
+    pub(crate) summary: String,
     /// The file path, relative to the workspace root.
     path: String,
     /// The text of lines `start_line` to `end_line`.
-    content: String,
+    pub(crate) content: String,
     /// First line returned (1-based).
     start_line: u64,
     /// Last line returned (1-based, inclusive); 0 for an empty file.
     end_line: u64,
     /// Lines in the whole file.
-    total_lines: u64,
+    pub(crate) total_lines: u64,
     /// True when the byte cap cut the requested range short.
-    truncated: bool,
+    pub(crate) truncated: bool,
     /// Size of the file in bytes.
     size: u64,
 }
@@ -75,33 +75,37 @@ impl Tool for ReadFile {
                 )));
             }
         }
-        let target = cx.resolve(&input.path)?;
-        let meta = std::fs::metadata(&target.path).map_err(|e| Failure::io("cannot inspect the file", &e))?;
-        if meta.is_dir() {
-            return Err(Failure::invalid_argument(format!(
-                "\"{}\" is a directory, not a file; use list_dir to see what it holds",
-                input.path
-            )));
-        }
-        let mut file = std::fs::File::open(&target.path).map_err(|e| Failure::io("cannot open the file", &e))?;
-        let mut data = Vec::with_capacity(meta.len().min(64 << 20) as usize + 1);
-        file.read_to_end(&mut data).map_err(|e| Failure::io("cannot read the file", &e))?;
-        if looks_binary(&data) {
-            return Err(Failure::new(
-                ErrorKind::BinaryFile,
-                format!(
-                    "\"{}\" looks binary (a NUL byte in its first {} KiB); read_file returns text only",
-                    input.path,
-                    BINARY_SNIFF_BYTES / 1024
-                ),
-            ));
-        }
-        select(&data, start, input.end_line, max_bytes, &target.rel, meta.len())
+        let (target, data) = read_text(cx, &input.path)?;
+        select(&data, start, input.end_line, max_bytes, &target.rel, data.len() as u64)
     }
 }
 
+/// Resolve `path` and read it whole, refusing directories and binary files.
+pub(crate) fn read_text(cx: &Context, path: &str) -> Result<(cheng_sdk::Resolved, Vec<u8>), Failure> {
+    let target = cx.resolve(path)?;
+    let meta = std::fs::metadata(&target.path).map_err(|e| Failure::io("cannot inspect the file", &e))?;
+    if meta.is_dir() {
+        return Err(Failure::invalid_argument(format!(
+            "\"{path}\" is a directory, not a file; use list_dir to see what it holds"
+        )));
+    }
+    let mut file = std::fs::File::open(&target.path).map_err(|e| Failure::io("cannot open the file", &e))?;
+    let mut data = Vec::with_capacity(meta.len().min(64 << 20) as usize + 1);
+    file.read_to_end(&mut data).map_err(|e| Failure::io("cannot read the file", &e))?;
+    if looks_binary(&data) {
+        return Err(Failure::new(
+            ErrorKind::BinaryFile,
+            format!(
+                "\"{path}\" looks binary (a NUL byte in its first {} KiB); only text can be read or edited",
+                BINARY_SNIFF_BYTES / 1024
+            ),
+        ));
+    }
+    Ok((target, data))
+}
+
 /// Pick lines `start..=end` of `data`, at most `max_bytes` of them.
-fn select(data: &[u8], start: u64, end: Option<u64>, max_bytes: usize, rel: &str, size: u64) -> Result<Output, Failure> {
+pub(crate) fn select(data: &[u8], start: u64, end: Option<u64>, max_bytes: usize, rel: &str, size: u64) -> Result<Output, Failure> {
     // One pass over the newlines: the total count, and the byte range of lines
     // start..=end. A line is the text up to and including '\n'; a last line without a
     // newline still counts.

@@ -1,0 +1,232 @@
+//! `search_files`: lines matching a regular expression (or a literal) across workspace
+//! files, with context, honouring ignore files; ripgrep's own engine (grep-regex,
+//! grep-searcher).
+
+use cheng_sdk::prelude::*;
+use grep_matcher::Matcher;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch};
+
+use crate::caps::{SEARCH_DEFAULT_MATCHES, SEARCH_DEFAULT_MAX_FILE_BYTES, SEARCH_LINE_CHARS, SEARCH_MAX_CONTEXT, SEARCH_MAX_MATCHES};
+use crate::walk::{PathGlob, rel_to_root, walker};
+
+pub struct SearchFiles;
+
+fn dot() -> String {
+    ".".into()
+}
+fn default_matches() -> u32 {
+    SEARCH_DEFAULT_MATCHES
+}
+fn default_file_bytes() -> u64 {
+    SEARCH_DEFAULT_MAX_FILE_BYTES
+}
+fn yes() -> bool {
+    true
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// What to look for: a regular expression (Rust syntax), or plain text with literal=true.
+    pattern: String,
+    /// Treat the pattern as plain text (default false).
+    #[serde(default)]
+    literal: bool,
+    /// Directory (or single file) to search, relative to the workspace root (default: the root).
+    #[serde(default = "dot")]
+    path: String,
+    /// Only files matching this glob, e.g. "*.rs" or "src/**/*.ts".
+    glob: Option<String>,
+    /// Ignore case (default false).
+    #[serde(default)]
+    case_insensitive: bool,
+    /// Lines of context before and after each match (default 0, at most 5).
+    #[serde(default)]
+    #[schemars(range(max = 5))]
+    context_lines: u32,
+    /// Most matches to return (default 200, at most 2000).
+    #[serde(default = "default_matches")]
+    #[schemars(range(min = 1, max = 2000))]
+    max_matches: u32,
+    /// Skip files larger than this many bytes (default 1048576).
+    #[serde(default = "default_file_bytes")]
+    #[schemars(range(min = 1))]
+    max_file_bytes: u64,
+    /// Skip what .gitignore, .ignore and .git/info/exclude exclude (default true).
+    #[serde(default = "yes")]
+    respect_gitignore: bool,
+    /// Search files and directories whose names start with "." (default false).
+    #[serde(default)]
+    include_hidden: bool,
+}
+
+#[derive(Serialize, JsonSchema, Clone)]
+pub struct Match {
+    /// File, relative to the workspace root.
+    path: String,
+    /// Line number, 1-based.
+    line: u64,
+    /// Byte column of the first match in the line, 1-based.
+    column: u64,
+    /// The line (without its line ending; very long lines are cut).
+    text: String,
+    /// Context lines before.
+    before: Vec<String>,
+    /// Context lines after.
+    after: Vec<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct Output {
+    /// True when the search ran.
+    success: bool,
+    /// One sentence on what was found.
+    summary: String,
+    /// Matches in path order, then line order.
+    matches: Vec<Match>,
+    /// True when max_matches stopped the search.
+    truncated: bool,
+    /// Files searched.
+    files_searched: u64,
+    /// Files skipped for being larger than max_file_bytes.
+    files_skipped_large: u64,
+}
+
+fn line_text(bytes: &[u8]) -> String {
+    let s = String::from_utf8_lossy(bytes);
+    let s = s.trim_end_matches(['\n', '\r']);
+    if s.chars().count() > SEARCH_LINE_CHARS {
+        let mut cut: String = s.chars().take(SEARCH_LINE_CHARS).collect();
+        cut.push('…');
+        cut
+    } else {
+        s.to_string()
+    }
+}
+
+struct Collect<'a> {
+    path: String,
+    matcher: &'a RegexMatcher,
+    out: &'a mut Vec<Match>,
+    cap: usize,
+    before: Vec<String>,
+    full: bool,
+}
+
+impl Sink for Collect<'_> {
+    type Error = std::io::Error;
+
+    fn matched(&mut self, _s: &Searcher, m: &SinkMatch<'_>) -> Result<bool, Self::Error> {
+        if self.out.len() >= self.cap {
+            self.full = true;
+            return Ok(false);
+        }
+        let column = self.matcher.find(m.bytes()).ok().flatten().map(|r| r.start() as u64 + 1).unwrap_or(1);
+        self.out.push(Match {
+            path: self.path.clone(),
+            line: m.line_number().unwrap_or(0),
+            column,
+            text: line_text(m.bytes()),
+            before: std::mem::take(&mut self.before),
+            after: Vec::new(),
+        });
+        Ok(true)
+    }
+
+    fn context(&mut self, _s: &Searcher, c: &SinkContext<'_>) -> Result<bool, Self::Error> {
+        match c.kind() {
+            SinkContextKind::Before => self.before.push(line_text(c.bytes())),
+            SinkContextKind::After => {
+                if let Some(last) = self.out.last_mut() {
+                    last.after.push(line_text(c.bytes()));
+                }
+            }
+            SinkContextKind::Other => {}
+        }
+        Ok(true)
+    }
+}
+
+impl Tool for SearchFiles {
+    const NAME: &'static str = "search_files";
+    const DESCRIPTION: &'static str = "Search workspace files for lines matching a regular expression (or plain text \
+        with literal=true), optionally limited by a glob, with context lines. Honours .gitignore/.ignore, skips \
+        hidden and binary files and files over max_file_bytes. Stops at max_matches; when truncated, narrow the \
+        pattern, the path or the glob.";
+    const NEEDS: Needs = Needs::READ;
+    type Input = Input;
+    type Output = Output;
+
+    fn run(input: Input, cx: &Context) -> Result<Output, Failure> {
+        if input.pattern.is_empty() {
+            return Err(Failure::invalid_argument("pattern is empty; give the text or regular expression to find"));
+        }
+        let cap = input.max_matches.clamp(1, SEARCH_MAX_MATCHES) as usize;
+        let context = input.context_lines.min(SEARCH_MAX_CONTEXT) as usize;
+        let matcher = RegexMatcherBuilder::new()
+            .case_insensitive(input.case_insensitive)
+            .fixed_strings(input.literal)
+            .line_terminator(Some(b'\n'))
+            .build(&input.pattern)
+            .map_err(|e| Failure::invalid_argument(format!("pattern is not a valid regular expression: {e}. Pass literal=true to search for it as plain text")))?;
+        let glob = input.glob.as_deref().map(|g| PathGlob::new(g, "glob")).transpose()?;
+        let base = cx.resolve(&input.path)?;
+        let mut searcher = SearcherBuilder::new()
+            .line_number(true)
+            .before_context(context)
+            .after_context(context)
+            .binary_detection(BinaryDetection::quit(0))
+            .build();
+        let mut matches = Vec::new();
+        let mut files_searched = 0u64;
+        let mut files_skipped_large = 0u64;
+        let mut truncated = false;
+        for entry in walker(&base.path, input.respect_gitignore, usize::MAX, input.include_hidden) {
+            let Ok(entry) = entry else { continue };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                continue;
+            }
+            if let Some(g) = &glob {
+                let rel = entry.path().strip_prefix(&base.path).unwrap_or(entry.path());
+                // A single file named by `path` is searched whatever its name.
+                if !rel.as_os_str().is_empty() && !g.is_match(rel) {
+                    continue;
+                }
+            }
+            let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
+            if size > input.max_file_bytes {
+                files_skipped_large += 1;
+                continue;
+            }
+            files_searched += 1;
+            let mut sink = Collect {
+                path: rel_to_root(cx, entry.path()),
+                matcher: &matcher,
+                out: &mut matches,
+                cap,
+                before: Vec::new(),
+                full: false,
+            };
+            // A file that vanished or cannot be read is skipped, not fatal.
+            let _ = searcher.search_path(&matcher, entry.path(), &mut sink);
+            if sink.full {
+                truncated = true;
+                break;
+            }
+        }
+        let n = matches.len();
+        let files: std::collections::BTreeSet<&str> = matches.iter().map(|m| m.path.as_str()).collect();
+        let mut summary = if truncated {
+            format!(
+                "Stopped at {n} matches (max_matches) after searching {files_searched} files; narrow the pattern, path or glob, or raise max_matches (at most {SEARCH_MAX_MATCHES})"
+            )
+        } else {
+            format!("{n} matches in {} of {files_searched} files searched", files.len())
+        };
+        if files_skipped_large > 0 {
+            summary.push_str(&format!("; {files_skipped_large} files over max_file_bytes were skipped"));
+        }
+        Ok(Output { success: true, summary, matches, truncated, files_searched, files_skipped_large })
+    }
+}

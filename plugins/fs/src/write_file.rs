@@ -1,0 +1,85 @@
+//! `write_file`: create or replace a whole file, atomically, through the host.
+
+use cheng_sdk::host;
+use cheng_sdk::prelude::*;
+
+use crate::caps::WRITE_MAX_BYTES;
+
+pub struct WriteFile;
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// File to write, relative to the workspace root.
+    path: String,
+    /// The whole new content.
+    content: String,
+    /// Create missing parent directories (default false).
+    #[serde(default)]
+    create_dirs: bool,
+    /// Replace an existing file (default true); false refuses when the file exists.
+    #[serde(default = "yes")]
+    overwrite: bool,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct Output {
+    /// True when the file was written.
+    success: bool,
+    /// One sentence on what was written.
+    summary: String,
+    /// The file, relative to the workspace root.
+    path: String,
+    /// Bytes written.
+    bytes_written: u64,
+    /// True when the file did not exist before.
+    created: bool,
+}
+
+/// Refuse paths a tool must never write.
+pub(crate) fn check_writable(cx: &Context, rel: &str) -> Result<(), Failure> {
+    if cx.is_protected(rel) {
+        return Err(Failure::path_refused(format!(
+            "Refusing to write \"{rel}\": .git, the host's configuration and its state directory are never written by tools"
+        )));
+    }
+    Ok(())
+}
+
+impl Tool for WriteFile {
+    const NAME: &'static str = "write_file";
+    const DESCRIPTION: &'static str = "Create or replace a whole text file in the workspace. The write is atomic \
+        (readers never see half a file) and keeps the file's permissions. Missing directories need \
+        create_dirs=true; overwrite=false refuses to replace an existing file. To change part of a file, use \
+        edit_file.";
+    const NEEDS: Needs = Needs::WRITE;
+    type Input = Input;
+    type Output = Output;
+
+    fn run(input: Input, cx: &Context) -> Result<Output, Failure> {
+        if input.content.len() > WRITE_MAX_BYTES {
+            return Err(Failure::new(
+                ErrorKind::TooLarge,
+                format!("content is {} bytes; the limit is {WRITE_MAX_BYTES}. Write the file in parts or generate it with a command", input.content.len()),
+            ));
+        }
+        let target = cx.resolve_for_create(&input.path)?;
+        if target.exists && target.path.is_dir() {
+            return Err(Failure::invalid_argument(format!("\"{}\" is a directory", input.path)));
+        }
+        check_writable(cx, &target.rel)?;
+        let w = host::write_file(&target.rel, input.content.as_bytes(), input.create_dirs, input.overwrite)?;
+        let verb = if w.created { "Created" } else { "Replaced" };
+        Ok(Output {
+            success: true,
+            summary: format!("{verb} {} ({} bytes)", target.rel, w.bytes_written),
+            path: target.rel,
+            bytes_written: w.bytes_written,
+            created: w.created,
+        })
+    }
+}
