@@ -194,3 +194,51 @@ pub fn write_file(path: &str, contents: &[u8], create_dirs: bool, overwrite: boo
 pub fn remove_file(path: &str) -> Result<(), Failure> {
     crate::wit::cheng::tool::fs::remove_file(path).map_err(Failure::from_wit)
 }
+
+/// What a directory entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symbolic link (never followed).
+    Symlink,
+    /// Anything else.
+    Other,
+}
+
+/// One directory entry from [`read_dir`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    /// The name; bytes that are not UTF-8 are escaped as `\xNN`.
+    pub name: String,
+    /// False when the name had to be escaped: such an entry cannot be opened by name.
+    pub valid_utf8: bool,
+    /// What it is.
+    pub kind: EntryKind,
+    /// File size in bytes (0 for others).
+    pub size: u64,
+}
+
+/// List a workspace directory in one host call, sorted by name: the fast way to walk
+/// (one call per directory instead of several per entry), and the only way to see names
+/// that are not valid UTF-8. `path` is relative to the workspace root.
+pub fn read_dir(path: &str) -> Result<Vec<DirEntry>, Failure> {
+    use crate::wit::cheng::tool::fs as wfs;
+    let list = wfs::read_dir(path).map_err(Failure::from_wit)?;
+    Ok(list
+        .into_iter()
+        .map(|e| DirEntry {
+            name: e.name,
+            valid_utf8: e.valid_utf8,
+            kind: match e.kind {
+                wfs::EntryKind::File => EntryKind::File,
+                wfs::EntryKind::Dir => EntryKind::Dir,
+                wfs::EntryKind::Symlink => EntryKind::Symlink,
+                wfs::EntryKind::Other => EntryKind::Other,
+            },
+            size: e.size,
+        })
+        .collect())
+}

@@ -259,7 +259,7 @@ pub fn walk_beneath(root: std::os::fd::BorrowedFd<'_>, rel: &str) -> Result<Owne
 }
 
 mod write;
-pub use write::{WriteError, Written};
+pub use write::{DirEntry, EntryKind, WriteError, Written, escape_name};
 
 #[cfg(test)]
 mod tests;

@@ -9,8 +9,9 @@
 //! `.<name>.cheng-tmp` (between the link and the rename), which the next write of the
 //! same file replaces.
 //!
-//! `CHENG_FAILPOINT=<point>` aborts the process at a named point of a write (`tmpfile`,
-//! `written`, `synced`, `linked`, `renamed`): a test hook for the crash tests.
+//! `CHENG_FAILPOINT=<point>[:<n>]` aborts the process the n-th time (default 1) a write
+//! reaches a named point (`tmpfile`, `written`, `synced`, `linked`, `renamed`): a test
+//! hook for the crash tests.
 
 use std::io::Write as _;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -29,6 +30,44 @@ pub struct Written {
     pub created: bool,
     /// Bytes written.
     pub bytes: u64,
+}
+
+/// What a directory entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symbolic link (never followed).
+    Symlink,
+    /// Anything else.
+    Other,
+}
+
+/// One directory entry, as [`Guard::read_dir`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    /// The name, with bytes that are not UTF-8 escaped as `\xNN`.
+    pub name: String,
+    /// False when the name had to be escaped.
+    pub valid_utf8: bool,
+    /// What it is.
+    pub kind: EntryKind,
+    /// File size in bytes (0 for others).
+    pub size: u64,
+}
+
+/// `bytes` as text, each byte that is not part of valid UTF-8 written `\xNN`.
+pub fn escape_name(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02X}"));
+        }
+    }
+    out
 }
 
 /// Why a write or removal was refused or failed.
@@ -50,9 +89,17 @@ pub enum WriteError {
 }
 
 fn failpoint(point: &str) {
-    static POINT: OnceLock<Option<String>> = OnceLock::new();
-    if POINT.get_or_init(|| std::env::var("CHENG_FAILPOINT").ok()).as_deref() == Some(point) {
-        std::process::abort();
+    static POINT: OnceLock<Option<(String, usize)>> = OnceLock::new();
+    static HITS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let armed = POINT.get_or_init(|| {
+        let v = std::env::var("CHENG_FAILPOINT").ok()?;
+        let (name, n) = v.split_once(':').unwrap_or((&v, "1"));
+        Some((name.to_string(), n.parse().unwrap_or(1)))
+    });
+    if let Some((name, n)) = armed {
+        if name == point && HITS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == *n {
+            std::process::abort();
+        }
     }
 }
 
@@ -177,6 +224,44 @@ impl Guard {
             let _ = rustix::fs::unlinkat(dir, tmp_name.as_str(), AtFlags::empty());
             io("replace", norm, e)
         })
+    }
+
+    /// List the directory at `path`: names (escaped when not UTF-8), kinds, file sizes,
+    /// sorted by name. Symlinks are reported, never followed.
+    pub fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>, WriteError> {
+        let opened = self.open(path)?;
+        let dir = rustix::fs::openat(&opened.fd, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| match e {
+                Errno::NOTDIR => WriteError::Invalid(format!("\"{path}\" is not a directory")),
+                e => io("open the directory", path, e),
+            })?;
+        let mut entries = Vec::new();
+        let mut iter = rustix::fs::Dir::read_from(&dir).map_err(|e| io("list", path, e))?;
+        while let Some(ent) = iter.next() {
+            let ent = ent.map_err(|e| io("list", path, e))?;
+            let raw = ent.file_name().to_bytes();
+            if raw == b"." || raw == b".." {
+                continue;
+            }
+            let st = rustix::fs::statat(&dir, ent.file_name(), AtFlags::SYMLINK_NOFOLLOW);
+            let (kind, size) = match st {
+                Ok(st) => match rustix::fs::FileType::from_raw_mode(st.st_mode) {
+                    rustix::fs::FileType::RegularFile => (EntryKind::File, st.st_size as u64),
+                    rustix::fs::FileType::Directory => (EntryKind::Dir, 0),
+                    rustix::fs::FileType::Symlink => (EntryKind::Symlink, 0),
+                    _ => (EntryKind::Other, 0),
+                },
+                // Gone since it was listed.
+                Err(_) => continue,
+            };
+            let (name, valid_utf8) = match std::str::from_utf8(raw) {
+                Ok(s) => (s.to_string(), true),
+                Err(_) => (escape_name(raw), false),
+            };
+            entries.push((raw.to_vec(), DirEntry { name, valid_utf8, kind, size }));
+        }
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(entries.into_iter().map(|(_, e)| e).collect())
     }
 
     /// Remove the file at `path` (not a directory, not through a symlink).

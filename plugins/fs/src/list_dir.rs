@@ -1,5 +1,6 @@
 //! `list_dir`: a directory's entries, optionally a few levels deep, capped in count.
 
+use cheng_sdk::host;
 use cheng_sdk::prelude::*;
 
 use crate::caps::{LIST_DEFAULT_DEPTH, LIST_DEFAULT_ENTRIES, LIST_MAX_DEPTH, LIST_MAX_ENTRIES, SKIPPED_DIRS};
@@ -71,6 +72,9 @@ pub struct Output {
     truncated: bool,
     /// Directories not descended into (e.g. .git, node_modules), relative to the listed directory.
     skipped: Vec<String>,
+    /// Entries whose names are not valid UTF-8, shown with `\\xNN` escapes; the readers cannot open them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    not_utf8: Vec<String>,
 }
 
 impl Tool for ListDir {
@@ -100,8 +104,9 @@ impl Tool for ListDir {
             entries: Vec::new(),
             truncated: false,
             skipped: Vec::new(),
+            not_utf8: Vec::new(),
         };
-        walk(&target.path, "", depth, cap, input.include_hidden, &mut out)?;
+        walk(&target.rel, "", depth, cap, input.include_hidden, &mut out)?;
         let n = out.entries.len();
         out.summary = if out.truncated {
             format!(
@@ -115,35 +120,32 @@ impl Tool for ListDir {
         if !out.skipped.is_empty() {
             out.summary.push_str(&format!("; skipped {}", out.skipped.join(", ")));
         }
+        if !out.not_utf8.is_empty() {
+            out.summary.push_str(&format!(
+                "; {} names are not valid UTF-8 and are shown escaped (they cannot be read by name)",
+                out.not_utf8.len()
+            ));
+        }
         Ok(out)
     }
 }
 
-fn walk(dir: &std::path::Path, prefix: &str, depth: u32, cap: usize, hidden: bool, out: &mut Output) -> Result<(), Failure> {
-    let rd = std::fs::read_dir(dir).map_err(|e| Failure::io(&format!("cannot list \"{}\"", display(prefix)), &e))?;
-    let mut items: Vec<(String, Kind, u64)> = Vec::new();
-    for entry in rd {
-        let entry = entry.map_err(|e| Failure::io("cannot read a directory entry", &e))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !hidden && name.starts_with('.') {
+/// List `dir_rel` (relative to the workspace root) through the host: one call per
+/// directory, names that are not UTF-8 shown escaped.
+fn walk(dir_rel: &str, prefix: &str, depth: u32, cap: usize, hidden: bool, out: &mut Output) -> Result<(), Failure> {
+    let items = host::read_dir(dir_rel)?;
+    for item in items {
+        if !hidden && item.name.starts_with('.') {
             continue;
         }
-        let ft = entry.file_type().map_err(|e| Failure::io("cannot read an entry's type", &e))?;
-        let (kind, size) = if ft.is_symlink() {
-            (Kind::Symlink, 0)
-        } else if ft.is_dir() {
-            (Kind::Dir, 0)
-        } else if ft.is_file() {
-            (Kind::File, entry.metadata().map(|m| m.len()).unwrap_or(0))
-        } else {
-            (Kind::Other, 0)
+        let rel = if prefix.is_empty() { item.name.clone() } else { format!("{prefix}/{}", item.name) };
+        let kind = match item.kind {
+            host::EntryKind::File => Kind::File,
+            host::EntryKind::Dir => Kind::Dir,
+            host::EntryKind::Symlink => Kind::Symlink,
+            host::EntryKind::Other => Kind::Other,
         };
-        items.push((name, kind, size));
-    }
-    items.sort_by(|a, b| a.0.cmp(&b.0));
-    for (name, kind, size) in items {
-        let rel = if prefix.is_empty() { name.clone() } else { format!("{prefix}/{name}") };
-        if kind == Kind::Dir && SKIPPED_DIRS.contains(&name.as_str()) {
+        if kind == Kind::Dir && SKIPPED_DIRS.contains(&item.name.as_str()) {
             out.skipped.push(rel);
             continue;
         }
@@ -151,17 +153,18 @@ fn walk(dir: &std::path::Path, prefix: &str, depth: u32, cap: usize, hidden: boo
             out.truncated = true;
             return Ok(());
         }
-        out.entries.push(Entry { name: rel.clone(), kind, size });
-        if kind == Kind::Dir && depth > 1 {
-            walk(&dir.join(&name), &rel, depth - 1, cap, hidden, out)?;
+        if !item.valid_utf8 {
+            out.not_utf8.push(rel.clone());
+        }
+        out.entries.push(Entry { name: rel.clone(), kind, size: item.size });
+        // A directory whose name is not UTF-8 cannot be named to the host: listed, not entered.
+        if kind == Kind::Dir && depth > 1 && item.valid_utf8 {
+            let child = if dir_rel == "." { item.name.clone() } else { format!("{dir_rel}/{}", item.name) };
+            walk(&child, &rel, depth - 1, cap, hidden, out)?;
             if out.truncated {
                 return Ok(());
             }
         }
     }
     Ok(())
-}
-
-fn display(prefix: &str) -> &str {
-    if prefix.is_empty() { "." } else { prefix }
 }

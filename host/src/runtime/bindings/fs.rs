@@ -2,7 +2,7 @@
 //! guard, only under a read-write mount of the call's grant and never on a protected
 //! path. Every refusal is logged at `cheng::denials`.
 
-use super::generated::cheng::tool::fs::{Host, WriteResult};
+use super::generated::cheng::tool::fs::{self as wfs, Host, WriteResult};
 use super::generated::cheng::tool::types::{ErrorKind, Failure};
 use crate::guard::{GuardError, WriteError};
 use crate::runtime::store::StoreState;
@@ -12,7 +12,25 @@ fn refuse(kind: ErrorKind, message: String) -> Failure {
 }
 
 impl StoreState {
-    /// The first statement of every `fs` function: is `path` writable for this call?
+    /// The first statement of `read-dir`: is `path` readable for this call (under any
+    /// mount)?
+    fn check_readable(&self, path: &str) -> Result<std::sync::Arc<crate::guard::Guard>, Failure> {
+        let Some(guard) = self.call.guard.clone() else {
+            return Err(refuse(ErrorKind::NotGranted, "this component has no access to the workspace".into()));
+        };
+        let rel = match cheng_path_rules::lexical(path, &guard.root().to_string_lossy()) {
+            Ok(r) => r.normalized(),
+            Err(r) => return Err(refuse(ErrorKind::PathRefused, r.message(path, &guard.root().to_string_lossy()))),
+        };
+        let under = |m: &crate::grant::Mount| m.rel == "." || rel == m.rel || rel.starts_with(&format!("{}/", m.rel));
+        if !self.call.mounts.iter().any(under) {
+            tracing::warn!(target: "cheng::denials", component = %self.call.component, tool = %self.call.tool, path, "read outside the grant refused");
+            return Err(refuse(ErrorKind::NotGranted, format!("refused: \"{rel}\" is outside this tool's grant")));
+        }
+        Ok(guard)
+    }
+
+    /// The first statement of the writing `fs` functions: is `path` writable for this call?
     fn check_writable(&self, path: &str) -> Result<std::sync::Arc<crate::guard::Guard>, Failure> {
         let Some(guard) = self.call.guard.clone() else {
             return Err(refuse(ErrorKind::NotGranted, "this component has no access to the workspace".into()));
@@ -62,5 +80,24 @@ impl Host for StoreState {
     async fn remove_file(&mut self, path: String) -> Result<(), Failure> {
         let guard = self.check_writable(&path)?;
         guard.remove_file(&path).map_err(failure)
+    }
+
+    async fn read_dir(&mut self, path: String) -> Result<Vec<wfs::DirEntry>, Failure> {
+        let guard = self.check_readable(&path)?;
+        let entries = guard.read_dir(&path).map_err(failure)?;
+        Ok(entries
+            .into_iter()
+            .map(|e| wfs::DirEntry {
+                name: e.name,
+                valid_utf8: e.valid_utf8,
+                kind: match e.kind {
+                    crate::guard::EntryKind::File => wfs::EntryKind::File,
+                    crate::guard::EntryKind::Dir => wfs::EntryKind::Dir,
+                    crate::guard::EntryKind::Symlink => wfs::EntryKind::Symlink,
+                    crate::guard::EntryKind::Other => wfs::EntryKind::Other,
+                },
+                size: e.size,
+            })
+            .collect())
     }
 }
