@@ -16,3 +16,7 @@ mod approvals;
 mod records;
 // Operator policy: external workspaces, per-tool settings, protected paths.
 mod policy;
+// The file toolset and the pathless tools.
+mod file_tools;
+// Killing the host in the middle of writes and patches loses nothing.
+mod crash;
