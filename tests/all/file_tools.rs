@@ -344,6 +344,15 @@ async fn names_that_are_not_utf8_are_listed_escaped_and_refused_by_readers() {
     // Both entries listed; the bad one escaped and flagged, without failing the call.
     assert_eq!(names, ["a.md", "bad\\xFFname.txt"], "{}", r.output);
     assert_eq!(r.output["not_utf8"], json!(["bad\\xFFname.txt"]));
+    // The walkers skip it by name and still see every other file of the directory.
+    for i in 0..5 {
+        std::fs::write(ws.path().join(format!("docs/f{i}.md")), "findme\n").unwrap();
+    }
+    let r = call(&h, ws.path(), "find_files", json!({"pattern": "*.md"})).await;
+    assert_eq!(paths(&r).len(), 6, "{}", r.output);
+    assert_eq!(r.output["skipped"], json!(["docs/bad\\xFFname.txt: the name is not valid UTF-8"]));
+    let r = call(&h, ws.path(), "search_files", json!({"pattern": "findme"})).await;
+    assert_eq!(r.output["matches"].as_array().unwrap().len(), 5, "{}", r.output);
     // A reader given the escaped name says it does not exist rather than failing oddly.
     let r = call(&h, ws.path(), "read_file", json!({"path": "docs/bad\\xFFname.txt"})).await;
     assert_eq!(r.error_kind, Some(ErrorKind::NotFound));

@@ -3,7 +3,7 @@
 use cheng_sdk::prelude::*;
 
 use crate::caps::{FIND_DEFAULT_DEPTH, FIND_DEFAULT_RESULTS, FIND_MAX_RESULTS};
-use crate::walk::{PathGlob, rel_to_root, walker};
+use crate::walk::{PathGlob, WalkOptions, walk_files};
 
 pub struct FindFiles;
 
@@ -75,27 +75,26 @@ impl Tool for FindFiles {
             return Err(Failure::invalid_argument(format!("\"{}\" is not a directory", input.path)));
         }
         let mut out = Output { success: true, summary: String::new(), paths: Vec::new(), truncated: false, skipped: Vec::new() };
-        for entry in walker(&base.path, input.respect_gitignore, input.max_depth as usize, input.include_hidden) {
-            let entry = match entry {
-                Ok(e) => e,
-                Err(e) => {
-                    out.skipped.push(e.to_string());
-                    continue;
-                }
-            };
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                continue;
+        let opts = WalkOptions {
+            respect_ignores: input.respect_gitignore,
+            max_depth: input.max_depth as usize,
+            hidden: input.include_hidden,
+        };
+        let mut paths = Vec::new();
+        let mut truncated = false;
+        walk_files(cx, &base.rel, &opts, &mut out.skipped, &mut |f| {
+            if !glob.is_match(&f.under_base) {
+                return true;
             }
-            let rel = entry.path().strip_prefix(&base.path).unwrap_or(entry.path());
-            if !glob.is_match(rel) {
-                continue;
+            if paths.len() >= cap {
+                truncated = true;
+                return false;
             }
-            if out.paths.len() >= cap {
-                out.truncated = true;
-                break;
-            }
-            out.paths.push(rel_to_root(cx, entry.path()));
-        }
+            paths.push(f.rel);
+            true
+        })?;
+        out.paths = paths;
+        out.truncated = truncated;
         let n = out.paths.len();
         out.summary = if out.truncated {
             format!(

@@ -8,7 +8,7 @@ use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch};
 
 use crate::caps::{SEARCH_DEFAULT_MATCHES, SEARCH_DEFAULT_MAX_FILE_BYTES, SEARCH_LINE_CHARS, SEARCH_MAX_CONTEXT, SEARCH_MAX_MATCHES};
-use crate::walk::{PathGlob, rel_to_root, walker};
+use crate::walk::{PathGlob, WalkOptions, walk_files};
 
 pub struct SearchFiles;
 
@@ -182,38 +182,35 @@ impl Tool for SearchFiles {
         let mut files_searched = 0u64;
         let mut files_skipped_large = 0u64;
         let mut truncated = false;
-        for entry in walker(&base.path, input.respect_gitignore, usize::MAX, input.include_hidden) {
-            let Ok(entry) = entry else { continue };
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                continue;
-            }
-            if let Some(g) = &glob {
-                let rel = entry.path().strip_prefix(&base.path).unwrap_or(entry.path());
-                // A single file named by `path` is searched whatever its name.
-                if !rel.as_os_str().is_empty() && !g.is_match(rel) {
-                    continue;
-                }
-            }
-            let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
+        let mut skipped = Vec::new();
+        let mut search_one = |rel: String, size: u64, matches: &mut Vec<Match>| -> bool {
             if size > input.max_file_bytes {
                 files_skipped_large += 1;
-                continue;
+                return true;
             }
             files_searched += 1;
-            let mut sink = Collect {
-                path: rel_to_root(cx, entry.path()),
-                matcher: &matcher,
-                out: &mut matches,
-                cap,
-                before: Vec::new(),
-                full: false,
-            };
+            let guest = cx.guest_root().join(&rel);
+            let mut sink = Collect { path: rel, matcher: &matcher, out: matches, cap, before: Vec::new(), full: false };
             // A file that vanished or cannot be read is skipped, not fatal.
-            let _ = searcher.search_path(&matcher, entry.path(), &mut sink);
+            let _ = searcher.search_path(&matcher, &guest, &mut sink);
             if sink.full {
                 truncated = true;
-                break;
+                return false;
             }
+            true
+        };
+        if base.path.is_file() {
+            // A single file named by `path` is searched whatever its name.
+            let size = std::fs::metadata(&base.path).map(|m| m.len()).unwrap_or(0);
+            search_one(base.rel.clone(), size, &mut matches);
+        } else {
+            let opts = WalkOptions { respect_ignores: input.respect_gitignore, max_depth: usize::MAX, hidden: input.include_hidden };
+            walk_files(cx, &base.rel, &opts, &mut skipped, &mut |f| {
+                if glob.as_ref().is_some_and(|g| !g.is_match(&f.under_base)) {
+                    return true;
+                }
+                search_one(f.rel, f.size, &mut matches)
+            })?;
         }
         let n = matches.len();
         let files: std::collections::BTreeSet<&str> = matches.iter().map(|m| m.path.as_str()).collect();

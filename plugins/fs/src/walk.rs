@@ -1,31 +1,179 @@
-//! The directory walk shared by find_files and search_files: the `ignore` crate's
-//! sequential walker (its parallel one needs threads), sorted by name, `.git` never
-//! entered, symlinks never followed, global git excludes never read (they live outside
-//! the workspace).
+//! The directory walk shared by find_files and search_files.
+//!
+//! Directories are listed through the host (`read-dir`: one call per directory, names
+//! that are not UTF-8 reported instead of ending the listing), in name order; ignore
+//! rules are the `ignore` crate's own matchers, applied as ripgrep applies them:
+//! `.ignore` files anywhere, `.gitignore` files and `.git/info/exclude` inside a git
+//! repository, deeper files overriding shallower ones, parents of the searched
+//! directory included, global git excludes never (they live outside the workspace).
+//! `.git` is never entered and symlinks are never followed.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use cheng_sdk::host;
 use cheng_sdk::prelude::*;
+use ignore::Match;
+use ignore::gitignore::Gitignore;
 
-/// A walk over `root` (a guest path).
-pub fn walker(root: &Path, respect_ignores: bool, max_depth: usize, hidden: bool) -> ignore::Walk {
-    let mut b = ignore::WalkBuilder::new(root);
-    b.hidden(!hidden)
-        .git_ignore(respect_ignores)
-        .git_exclude(respect_ignores)
-        .ignore(respect_ignores)
-        .parents(respect_ignores)
-        .git_global(false)
-        .follow_links(false)
-        .max_depth(Some(max_depth))
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|e| e.file_name() != ".git");
-    b.build()
+/// How to walk.
+pub struct WalkOptions {
+    /// Apply .gitignore / .ignore / .git/info/exclude.
+    pub respect_ignores: bool,
+    /// Deepest level below the base to descend (1 = the base's own entries).
+    pub max_depth: usize,
+    /// Include names starting with ".".
+    pub hidden: bool,
 }
 
-/// `path` relative to the workspace mount, with `/` separators.
-pub fn rel_to_root(cx: &Context, path: &Path) -> String {
-    path.strip_prefix(cx.guest_root()).unwrap_or(path).to_string_lossy().into_owned()
+/// A file the walk found.
+pub struct Found {
+    /// Relative to the workspace root.
+    pub rel: String,
+    /// Relative to the walk's base.
+    pub under_base: String,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// The ignore matchers of one directory, most specific first.
+struct Level {
+    matchers: Vec<Gitignore>,
+}
+
+fn load(dir: &Path, name: &str) -> Option<Gitignore> {
+    let file = dir.join(name);
+    if !file.is_file() {
+        return None;
+    }
+    let (gi, _err) = Gitignore::new(&file);
+    (!gi.is_empty()).then_some(gi)
+}
+
+fn level_for(guest_dir: &Path, in_repo: bool, repo_root: bool) -> Level {
+    let mut matchers = Vec::new();
+    matchers.extend(load(guest_dir, ".ignore"));
+    if in_repo {
+        matchers.extend(load(guest_dir, ".gitignore"));
+        if repo_root {
+            matchers.extend(load(&guest_dir.join(".git").join("info"), "exclude"));
+        }
+    }
+    Level { matchers }
+}
+
+/// Is `path` ignored by the levels (deepest last in `levels`)?
+fn ignored(levels: &[Level], path: &Path, is_dir: bool) -> bool {
+    for level in levels.iter().rev() {
+        for m in &level.matchers {
+            match m.matched(path, is_dir) {
+                Match::Ignore(_) => return true,
+                Match::Whitelist(_) => return false,
+                Match::None => {}
+            }
+        }
+    }
+    false
+}
+
+/// Walk files under `base_rel` (relative to the workspace root), calling `visit` on
+/// each in path order until it returns false. Entries that cannot be walked (names that
+/// are not UTF-8, unreadable directories) are reported in `skipped`.
+pub fn walk_files(
+    cx: &Context,
+    base_rel: &str,
+    opts: &WalkOptions,
+    skipped: &mut Vec<String>,
+    visit: &mut dyn FnMut(Found) -> bool,
+) -> Result<(), Failure> {
+    let guest_root = cx.guest_root().to_path_buf();
+    let guest = |rel: &str| if rel == "." { guest_root.clone() } else { guest_root.join(rel) };
+    // The ignore files of the base's ancestors apply too; a git repository is a
+    // directory holding `.git` at or above the level in question.
+    let mut levels = Vec::new();
+    let mut in_repo = false;
+    if opts.respect_ignores {
+        let mut chain: Vec<String> = vec![".".into()];
+        if base_rel != "." {
+            let mut acc = String::new();
+            for seg in base_rel.split('/') {
+                acc = if acc.is_empty() { seg.to_string() } else { format!("{acc}/{seg}") };
+                chain.push(acc.clone());
+            }
+        }
+        // The last element is the base itself, handled by the walk.
+        chain.pop();
+        for rel in chain {
+            let dir = guest(&rel);
+            let repo_root = dir.join(".git").exists();
+            in_repo |= repo_root;
+            levels.push(level_for(&dir, in_repo, repo_root));
+        }
+    }
+    walk_dir(&guest(base_rel), base_rel, "", 1, opts, in_repo, &mut levels, skipped, visit)?;
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn walk_dir(
+    dir: &Path,
+    rel: &str,
+    under_base: &str,
+    depth: usize,
+    opts: &WalkOptions,
+    in_repo: bool,
+    levels: &mut Vec<Level>,
+    skipped: &mut Vec<String>,
+    visit: &mut dyn FnMut(Found) -> bool,
+) -> Result<bool, Failure> {
+    let entries = match host::read_dir(rel) {
+        Ok(e) => e,
+        Err(f) => {
+            skipped.push(format!("{rel}: {}", f.message));
+            return Ok(true);
+        }
+    };
+    let repo_root = entries.iter().any(|e| e.name == ".git");
+    let in_repo = in_repo || repo_root;
+    let pushed = opts.respect_ignores;
+    if pushed {
+        levels.push(level_for(dir, in_repo, repo_root));
+    }
+    let mut go_on = true;
+    for e in entries {
+        if e.name == ".git" || (!opts.hidden && e.name.starts_with('.')) {
+            continue;
+        }
+        let child_rel = if rel == "." { e.name.clone() } else { format!("{rel}/{}", e.name) };
+        if !e.valid_utf8 {
+            skipped.push(format!("{child_rel}: the name is not valid UTF-8"));
+            continue;
+        }
+        let child_under = if under_base.is_empty() { e.name.clone() } else { format!("{under_base}/{}", e.name) };
+        let child_path: PathBuf = dir.join(&e.name);
+        let is_dir = e.kind == host::EntryKind::Dir;
+        if opts.respect_ignores && ignored(levels, &child_path, is_dir) {
+            continue;
+        }
+        match e.kind {
+            host::EntryKind::File => {
+                if !visit(Found { rel: child_rel, under_base: child_under, size: e.size }) {
+                    go_on = false;
+                    break;
+                }
+            }
+            host::EntryKind::Dir if depth < opts.max_depth => {
+                if !walk_dir(&child_path, &child_rel, &child_under, depth + 1, opts, in_repo, levels, skipped, visit)? {
+                    go_on = false;
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    if pushed {
+        levels.pop();
+    }
+    Ok(go_on)
 }
 
 /// A glob for matching walked paths: a pattern without `/` matches file names at any
@@ -47,9 +195,10 @@ impl PathGlob {
     }
 
     /// Does `rel` (relative to the searched directory) match?
-    pub fn is_match(&self, rel: &Path) -> bool {
+    pub fn is_match(&self, rel: &str) -> bool {
         if self.by_name {
-            rel.file_name().is_some_and(|n| self.set.is_match(n))
+            let name = rel.rsplit('/').next().unwrap_or(rel);
+            self.set.is_match(name)
         } else {
             self.set.is_match(rel)
         }
