@@ -80,6 +80,21 @@ impl Context {
             || self.protected.iter().any(|p| rel == p || rel.starts_with(&format!("{p}/")))
     }
 
+    /// `path` as the host's workspace rules expect it: a path under this component's
+    /// mount point (`/workspace/...`) becomes relative; anything else is passed as sent,
+    /// so that the host's refusals quote what the model wrote.
+    pub fn host_path<'a>(&self, path: &'a str) -> std::borrow::Cow<'a, str> {
+        if !self.guest_root.is_empty() {
+            if let Some(rest) = path.strip_prefix(self.guest_root.as_str()) {
+                if rest.is_empty() || rest.starts_with('/') {
+                    let rel = rest.trim_start_matches('/');
+                    return if rel.is_empty() { ".".into() } else { rel.to_string().into() };
+                }
+            }
+        }
+        path.into()
+    }
+
     /// Resolve a path a model sent to an existing file or directory in the workspace.
     ///
     /// Applies the lexical rules (see [`crate::path_rules`]), then checks each segment

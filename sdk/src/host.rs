@@ -242,3 +242,19 @@ pub fn read_dir(path: &str) -> Result<Vec<DirEntry>, Failure> {
         })
         .collect())
 }
+
+/// Read a whole workspace file in one host call (the fast way: one call instead of an
+/// open, a stat and several reads through WASI). `path` may be what a model sent: the
+/// host applies the workspace rules (and quotes `path` in its refusals). Files larger
+/// than `max_bytes` fail with [`crate::ErrorKind::TooLarge`].
+pub fn read_file(path: &str, max_bytes: u64) -> Result<Vec<u8>, Failure> {
+    crate::wit::cheng::tool::fs::read_file(path, max_bytes).map_err(Failure::from_wit)
+}
+
+/// Read many workspace files in one host call; each entry succeeds or fails alone.
+pub fn read_files(paths: &[String], max_bytes_each: u64) -> Vec<Result<Vec<u8>, Failure>> {
+    crate::wit::cheng::tool::fs::read_files(paths, max_bytes_each)
+        .into_iter()
+        .map(|r| r.map_err(Failure::from_wit))
+        .collect()
+}

@@ -26,6 +26,7 @@
 //! # std::fs::remove_dir_all(&dir).unwrap();
 //! ```
 
+use std::io::Read as _;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
@@ -82,6 +83,31 @@ impl GuardError {
     }
 }
 
+/// Why [`Guard::read`] failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// Refused or missing.
+    #[error(transparent)]
+    Guard(#[from] GuardError),
+    /// A directory, not a file.
+    #[error("\"{0}\" is a directory, not a file; use list_dir to see what it holds")]
+    IsDir(String),
+    /// Larger than allowed.
+    #[error("\"{path}\" is {size} bytes, more than the {max} bytes that can be read at once")]
+    TooLarge {
+        /// The path.
+        path: String,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// Another error.
+    #[error("{0}")]
+    Io(String),
+}
+
 /// A workspace root and a handle on it.
 #[derive(Debug)]
 pub struct Guard {
@@ -136,6 +162,28 @@ impl Guard {
             }
         }
         Ok(Opened { fd, rel: rel.normalized() })
+    }
+
+    /// Read the whole file at `path` (as a model sent it), refusing files larger than
+    /// `max` bytes. Opened beneath the root like [`Guard::open`], for reading.
+    pub fn read(&self, path: &str, max: u64) -> Result<Vec<u8>, ReadError> {
+        let opened = self.open(path)?;
+        let by_fd = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&opened.fd));
+        let file = std::fs::File::open(&by_fd).map_err(|e| ReadError::Io(format!("cannot open \"{path}\": {e}")))?;
+        let meta = file.metadata().map_err(|e| ReadError::Io(format!("cannot inspect \"{path}\": {e}")))?;
+        if meta.is_dir() {
+            return Err(ReadError::IsDir(path.to_string()));
+        }
+        if meta.len() > max {
+            return Err(ReadError::TooLarge { path: path.to_string(), size: meta.len(), max });
+        }
+        let mut data = Vec::with_capacity(meta.len() as usize);
+        std::io::Read::read_to_end(&mut (&file).take(max + 1), &mut data)
+            .map_err(|e| ReadError::Io(format!("cannot read \"{path}\": {e}")))?;
+        if data.len() as u64 > max {
+            return Err(ReadError::TooLarge { path: path.to_string(), size: data.len() as u64, max });
+        }
+        Ok(data)
     }
 
     /// Resolve `rel` (already through the lexical rules) beneath the root.

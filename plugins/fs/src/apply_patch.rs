@@ -200,11 +200,11 @@ impl Tool for ApplyPatch {
             })?;
             let (base, old_rel) = match &s.old {
                 Some(old) => {
-                    let (t, data) = read_text(cx, old)?;
-                    check_writable(cx, &t.rel)?;
+                    let (rel, data) = read_text(cx, old)?;
+                    check_writable(cx, &rel)?;
                     let text = String::from_utf8(data)
                         .map_err(|_| Failure::invalid_argument(format!("{old} is not valid UTF-8; it cannot be patched as text")))?;
-                    (text, Some(t.rel))
+                    (text, Some(rel))
                 }
                 None => (String::new(), None),
             };

@@ -72,8 +72,8 @@ impl Tool for EditFile {
         if input.old_text.is_empty() {
             return Err(Failure::invalid_argument("old_text is empty; give the exact text to replace (to create a file, use write_file)"));
         }
-        let (target, data) = read_text(cx, &input.path)?;
-        check_writable(cx, &target.rel)?;
+        let (rel, data) = read_text(cx, &input.path)?;
+        check_writable(cx, &rel)?;
         let content = String::from_utf8(data).map_err(|_| {
             Failure::invalid_argument(format!("\"{}\" is not valid UTF-8; it cannot be edited as text", input.path))
         })?;
@@ -81,7 +81,7 @@ impl Tool for EditFile {
         if found.is_empty() {
             return Err(Failure::invalid_argument(format!(
                 "old_text was not found in {}: {}",
-                target.rel,
+                rel,
                 not_found_hint(&content, &input.old_text)
             )));
         }
@@ -91,7 +91,7 @@ impl Tool for EditFile {
                 "old_text appears {} times in {} (lines {}); nothing was changed. Include more surrounding lines \
                  in old_text so it matches exactly one place, or set replace_all=true to replace every occurrence",
                 found.len(),
-                target.rel,
+                rel,
                 lines.join(", ")
             )));
         }
@@ -106,7 +106,7 @@ impl Tool for EditFile {
             last = i + input.old_text.len();
         }
         out.push_str(&content[last..]);
-        host::write_file(&target.rel, out.as_bytes(), false, true)?;
+        host::write_file(&rel, out.as_bytes(), false, true)?;
         let lines: Vec<u64> = starts.iter().map(|&b| line_of(&out, b)).collect();
         let n = found.len() as u64;
         Ok(Output {
@@ -114,11 +114,11 @@ impl Tool for EditFile {
             summary: format!(
                 "Replaced {n} occurrence{} in {} (line{} {})",
                 if n == 1 { "" } else { "s" },
-                target.rel,
+                rel,
                 if n == 1 { "" } else { "s" },
                 lines.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
             ),
-            path: target.rel,
+            path: rel,
             replacements: n,
             lines,
         })

@@ -1,7 +1,5 @@
 //! `read_file`: a text file's content, whole or by line range, capped in bytes.
 
-use std::io::Read;
-
 use cheng_sdk::prelude::*;
 
 use crate::caps::{BINARY_SNIFF_BYTES, READ_DEFAULT_BYTES, READ_MAX_BYTES};
@@ -75,24 +73,28 @@ impl Tool for ReadFile {
                 )));
             }
         }
-        let (target, data) = read_text(cx, &input.path)?;
-        select(&data, start, input.end_line, max_bytes, &target.rel, data.len() as u64)
+        let (rel, data) = read_text(cx, &input.path)?;
+        select(&data, start, input.end_line, max_bytes, &rel, data.len() as u64)
     }
 }
 
-/// Resolve `path` and read it whole, refusing directories and binary files.
-pub(crate) fn read_text(cx: &Context, path: &str) -> Result<(cheng_sdk::Resolved, Vec<u8>), Failure> {
-    let target = cx.resolve(path)?;
-    let meta = std::fs::metadata(&target.path).map_err(|e| Failure::io("cannot inspect the file", &e))?;
-    if meta.is_dir() {
-        return Err(Failure::invalid_argument(format!(
-            "\"{path}\" is a directory, not a file; use list_dir to see what it holds"
-        )));
-    }
-    let mut file = std::fs::File::open(&target.path).map_err(|e| Failure::io("cannot open the file", &e))?;
-    let mut data = Vec::with_capacity(meta.len().min(64 << 20) as usize + 1);
-    file.read_to_end(&mut data).map_err(|e| Failure::io("cannot read the file", &e))?;
-    if looks_binary(&data) {
+/// The most a reader loads to count lines; larger files are refused.
+pub(crate) const LOAD_MAX: u64 = 256 << 20;
+
+/// Read `path` whole through the host (one call; the host applies the workspace rules,
+/// symlinks included), refusing binary files. Returns the normalized relative path.
+pub(crate) fn read_text(cx: &Context, path: &str) -> Result<(String, Vec<u8>), Failure> {
+    let rel = cheng_sdk::path_rules::lexical_with_aliases(path, &[cx.sandbox_root(), &cx.guest_root().to_string_lossy()])
+        .map_err(|r| Failure::path_refused(r.message(path, cx.sandbox_root())))?
+        .normalized();
+    let data = cheng_sdk::host::read_file(&cx.host_path(path), LOAD_MAX)?;
+    check_text(path, &data)?;
+    Ok((rel, data))
+}
+
+/// Refuse binary content.
+pub(crate) fn check_text(path: &str, data: &[u8]) -> Result<(), Failure> {
+    if looks_binary(data) {
         return Err(Failure::new(
             ErrorKind::BinaryFile,
             format!(
@@ -101,7 +103,7 @@ pub(crate) fn read_text(cx: &Context, path: &str) -> Result<(cheng_sdk::Resolved
             ),
         ));
     }
-    Ok((target, data))
+    Ok(())
 }
 
 /// Pick lines `start..=end` of `data`, at most `max_bytes` of them.

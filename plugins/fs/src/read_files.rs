@@ -3,7 +3,7 @@
 use cheng_sdk::prelude::*;
 
 use crate::caps::{READ_FILES_DEFAULT_PER_FILE, READ_FILES_DEFAULT_TOTAL, READ_FILES_MAX_PATHS, READ_MAX_BYTES};
-use crate::read_file::{read_text, select};
+use crate::read_file::{LOAD_MAX, check_text, select};
 
 pub struct ReadFiles;
 
@@ -78,15 +78,20 @@ impl Tool for ReadFiles {
         let mut left = input.max_total_bytes.clamp(1, READ_MAX_BYTES) as usize;
         let mut files = Vec::new();
         let (mut ok, mut cut, mut failed) = (0, 0, 0);
-        for path in input.paths {
-            let read = read_text(cx, &path).and_then(|(t, data)| {
+        // One host call for every file.
+        let host_paths: Vec<String> = input.paths.iter().map(|p| cx.host_path(p).into_owned()).collect();
+        let loaded = cheng_sdk::host::read_files(&host_paths, LOAD_MAX);
+        for (path, data) in input.paths.into_iter().zip(loaded) {
+            let read = data.and_then(|data| {
+                check_text(&path, &data)?;
+                let rel = cx.host_path(&path).into_owned();
                 if left == 0 {
                     return Err(Failure::new(
                         ErrorKind::TooLarge,
                         "max_total_bytes was used up by the files before this one; read it in another call",
                     ));
                 }
-                select(&data, 1, None, per_file.min(left), &t.rel, data.len() as u64)
+                select(&data, 1, None, per_file.min(left), &rel, data.len() as u64)
             });
             match read {
                 Ok(o) => {

@@ -12,6 +12,11 @@ use crate::walk::{PathGlob, WalkOptions, walk_files};
 
 pub struct SearchFiles;
 
+/// Files read per host call.
+const BATCH_FILES: usize = 256;
+/// Bytes read per host call (a batch holds at least one file).
+const BATCH_BYTES: u64 = 8 << 20;
+
 fn dot() -> String {
     ".".into()
 }
@@ -183,34 +188,49 @@ impl Tool for SearchFiles {
         let mut files_skipped_large = 0u64;
         let mut truncated = false;
         let mut skipped = Vec::new();
-        let mut search_one = |rel: String, size: u64, matches: &mut Vec<Match>| -> bool {
-            if size > input.max_file_bytes {
-                files_skipped_large += 1;
-                return true;
-            }
-            files_searched += 1;
-            let guest = cx.guest_root().join(&rel);
-            let mut sink = Collect { path: rel, matcher: &matcher, out: matches, cap, before: Vec::new(), full: false };
-            // A file that vanished or cannot be read is skipped, not fatal.
-            let _ = searcher.search_path(&matcher, &guest, &mut sink);
-            if sink.full {
-                truncated = true;
-                return false;
-            }
-            true
-        };
+        // Gather the files first (one host call per directory), then read them in
+        // batches (one host call per batch) and search the bytes in memory.
+        let mut todo: Vec<(String, u64)> = Vec::new();
         if base.path.is_file() {
             // A single file named by `path` is searched whatever its name.
             let size = std::fs::metadata(&base.path).map(|m| m.len()).unwrap_or(0);
-            search_one(base.rel.clone(), size, &mut matches);
+            todo.push((base.rel.clone(), size));
         } else {
             let opts = WalkOptions { respect_ignores: input.respect_gitignore, max_depth: usize::MAX, hidden: input.include_hidden };
             walk_files(cx, &base.rel, &opts, &mut skipped, &mut |f| {
-                if glob.as_ref().is_some_and(|g| !g.is_match(&f.under_base)) {
-                    return true;
+                if glob.as_ref().is_none_or(|g| g.is_match(&f.under_base)) {
+                    todo.push((f.rel, f.size));
                 }
-                search_one(f.rel, f.size, &mut matches)
+                true
             })?;
+        }
+        todo.retain(|(_, size)| {
+            let big = *size > input.max_file_bytes;
+            files_skipped_large += u64::from(big);
+            !big
+        });
+        let mut start = 0;
+        'batches: while start < todo.len() {
+            let mut end = start;
+            let mut bytes = 0;
+            while end < todo.len() && end - start < BATCH_FILES && (bytes < BATCH_BYTES || end == start) {
+                bytes += todo[end].1;
+                end += 1;
+            }
+            let names: Vec<String> = todo[start..end].iter().map(|(r, _)| r.clone()).collect();
+            let loaded = cheng_sdk::host::read_files(&names, input.max_file_bytes);
+            for (rel, data) in names.into_iter().zip(loaded) {
+                // A file that vanished or grew past the cap meanwhile is skipped.
+                let Ok(data) = data else { continue };
+                files_searched += 1;
+                let mut sink = Collect { path: rel, matcher: &matcher, out: &mut matches, cap, before: Vec::new(), full: false };
+                let _ = searcher.search_slice(&matcher, &data, &mut sink);
+                if sink.full {
+                    truncated = true;
+                    break 'batches;
+                }
+            }
+            start = end;
         }
         let n = matches.len();
         let files: std::collections::BTreeSet<&str> = matches.iter().map(|m| m.path.as_str()).collect();

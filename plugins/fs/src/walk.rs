@@ -49,10 +49,15 @@ fn load(dir: &Path, name: &str) -> Option<Gitignore> {
     (!gi.is_empty()).then_some(gi)
 }
 
-fn level_for(guest_dir: &Path, in_repo: bool, repo_root: bool) -> Level {
+/// The matchers of one directory. `names`, when known (from its listing), saves a
+/// lookup for ignore files that are not there.
+fn level_for(guest_dir: &Path, in_repo: bool, repo_root: bool, names: Option<&[&str]>) -> Level {
+    let has = |n: &str| names.is_none_or(|ns| ns.contains(&n));
     let mut matchers = Vec::new();
-    matchers.extend(load(guest_dir, ".ignore"));
-    if in_repo {
+    if has(".ignore") {
+        matchers.extend(load(guest_dir, ".ignore"));
+    }
+    if in_repo && has(".gitignore") {
         matchers.extend(load(guest_dir, ".gitignore"));
         if repo_root {
             matchers.extend(load(&guest_dir.join(".git").join("info"), "exclude"));
@@ -106,7 +111,7 @@ pub fn walk_files(
             let dir = guest(&rel);
             let repo_root = dir.join(".git").exists();
             in_repo |= repo_root;
-            levels.push(level_for(&dir, in_repo, repo_root));
+            levels.push(level_for(&dir, in_repo, repo_root, None));
         }
     }
     walk_dir(&guest(base_rel), base_rel, "", 1, opts, in_repo, &mut levels, skipped, visit)?;
@@ -136,7 +141,8 @@ fn walk_dir(
     let in_repo = in_repo || repo_root;
     let pushed = opts.respect_ignores;
     if pushed {
-        levels.push(level_for(dir, in_repo, repo_root));
+        let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+        levels.push(level_for(dir, in_repo, repo_root, Some(&names)));
     }
     let mut go_on = true;
     for e in entries {

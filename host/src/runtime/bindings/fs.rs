@@ -4,7 +4,7 @@
 
 use super::generated::cheng::tool::fs::{self as wfs, Host, WriteResult};
 use super::generated::cheng::tool::types::{ErrorKind, Failure};
-use crate::guard::{GuardError, WriteError};
+use crate::guard::{GuardError, ReadError, WriteError};
 use crate::runtime::store::StoreState;
 
 fn refuse(kind: ErrorKind, message: String) -> Failure {
@@ -70,7 +70,44 @@ fn failure(e: WriteError) -> Failure {
     Failure { kind, message: e.to_string(), terminal: kind != ErrorKind::Io }
 }
 
+fn read_failure(e: ReadError) -> Failure {
+    let kind = match &e {
+        ReadError::Guard(GuardError::NotFound { .. }) => ErrorKind::NotFound,
+        ReadError::Guard(GuardError::Io { .. }) | ReadError::Io(_) => ErrorKind::Io,
+        ReadError::Guard(_) => ErrorKind::PathRefused,
+        ReadError::IsDir(_) => ErrorKind::InvalidArgument,
+        ReadError::TooLarge { .. } => ErrorKind::TooLarge,
+    };
+    Failure { kind, message: e.to_string(), terminal: kind != ErrorKind::Io }
+}
+
+/// The most one `read-file` may return, whatever the guest asks.
+pub const MAX_READ: u64 = 256 << 20;
+/// The most one `read-files` may return in total.
+pub const MAX_READ_MANY: u64 = 256 << 20;
+
 impl Host for StoreState {
+    async fn read_file(&mut self, path: String, max_bytes: u64) -> Result<Vec<u8>, Failure> {
+        let guard = self.check_readable(&path)?;
+        guard.read(&path, max_bytes.min(MAX_READ)).map_err(read_failure)
+    }
+
+    async fn read_files(&mut self, paths: Vec<String>, max_bytes_each: u64) -> Vec<Result<Vec<u8>, Failure>> {
+        let mut total = 0u64;
+        let mut out = Vec::with_capacity(paths.len());
+        for path in paths {
+            let r = self.check_readable(&path).and_then(|g| {
+                let left = MAX_READ_MANY.saturating_sub(total);
+                g.read(&path, max_bytes_each.min(MAX_READ).min(left)).map_err(read_failure)
+            });
+            if let Ok(d) = &r {
+                total += d.len() as u64;
+            }
+            out.push(r);
+        }
+        out
+    }
+
     async fn write_file(&mut self, path: String, contents: Vec<u8>, create_dirs: bool, overwrite: bool) -> Result<WriteResult, Failure> {
         let guard = self.check_writable(&path)?;
         let w = guard.write_atomic(&path, &contents, create_dirs, overwrite).map_err(failure)?;
