@@ -20,3 +20,5 @@ mod policy;
 mod file_tools;
 // Killing the host in the middle of writes and patches loses nothing.
 mod crash;
+// The ignore-aware walk agrees with ripgrep.
+mod walk_equivalence;

@@ -249,3 +249,35 @@ async fn spawning_without_a_grant_is_refused() {
     assert_ne!(r.error_kind, Some(ErrorKind::NotGranted), "{}", r.output);
     f.alive().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_host_filesystem_interface_keeps_the_same_walls() {
+    let f = fixture().await;
+    let name = f.outside.path().file_name().unwrap().to_str().unwrap().to_string();
+    // Escapes through the host's read and list calls: `..`, absolute, a symlink out.
+    for target in [format!("../{name}/secret.txt"), "/etc/passwd".to_string(), "link_out".to_string()] {
+        let r = f.probe("evil__probe", json!({"action": "host_read", "target": target})).await;
+        assert_eq!(r.error_kind, Some(ErrorKind::PathRefused), "{target}: {}", r.output);
+        assert!(!r.output.to_string().contains("TOPSECRET"));
+    }
+    let r = f.probe("evil__probe", json!({"action": "host_list", "target": ".."})).await;
+    assert_eq!(r.error_kind, Some(ErrorKind::PathRefused), "{}", r.output);
+    // A symlink pointing inside is refused too (the tools' policy), unlike plain WASI.
+    let r = f.probe("evil__probe", json!({"action": "host_read", "target": "link_in"})).await;
+    assert_eq!(r.error_kind, Some(ErrorKind::PathRefused), "{}", r.output);
+    // Writes through the host need a write grant: refused with read only, and outside
+    // the granted folder.
+    let r = f.probe("evil__probe", json!({"action": "host_write", "target": "x.txt"})).await;
+    assert_eq!(r.error_kind, Some(ErrorKind::NotGranted), "{}", r.output);
+    let r = f.probe("evilw__probe", json!({"action": "host_write", "target": "docs/x.txt"})).await;
+    assert_eq!(r.error_kind, Some(ErrorKind::NotGranted), "{}", r.output);
+    assert!(!f.ws.path().join("x.txt").exists() && !f.ws.path().join("docs/x.txt").exists());
+    // Controls: a granted read, list and write through the same calls work.
+    let r = f.probe("evil__probe", json!({"action": "host_read", "target": "inside.txt"})).await;
+    assert_eq!(detail(&r), "inside", "{}", r.output);
+    let r = f.probe("evil__probe", json!({"action": "host_list", "target": "docs"})).await;
+    assert_eq!(detail(&r), "a.md");
+    let r = f.probe("evilw__probe", json!({"action": "host_write", "target": "out/y.txt"})).await;
+    assert_eq!(detail(&r), "written", "{}", r.output);
+    f.alive().await;
+}

@@ -119,6 +119,13 @@ fn act(input: Input, cx: &Context) -> Result<Output, Failure> {
             format!("spawned: {:?}", outcome.termination)
         }
         "protected" => format!("{}", cx.is_protected(&input.target)),
+        // The host's batched filesystem interface, probed directly.
+        "host_read" => String::from_utf8_lossy(&host::read_file(&input.target, 1 << 20)?).into_owned(),
+        "host_list" => host::read_dir(&input.target)?.into_iter().map(|e| e.name).collect::<Vec<_>>().join(","),
+        "host_write" => {
+            host::write_file(&input.target, b"pwned", true, true)?;
+            "written".into()
+        }
         "approval" => {
             let d = host::request_approval(&input.target, &format!("detail: {}", input.target), "a test");
             format!("{d:?}")
