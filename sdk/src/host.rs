@@ -217,16 +217,17 @@ pub struct DirEntry {
     pub valid_utf8: bool,
     /// What it is.
     pub kind: EntryKind,
-    /// File size in bytes (0 for others).
+    /// File size in bytes (when asked for; 0 for others).
     pub size: u64,
 }
 
 /// List a workspace directory in one host call, sorted by name: the fast way to walk
 /// (one call per directory instead of several per entry), and the only way to see names
-/// that are not valid UTF-8. `path` is relative to the workspace root.
-pub fn read_dir(path: &str) -> Result<Vec<DirEntry>, Failure> {
+/// that are not valid UTF-8. `path` is relative to the workspace root; `sizes` asks for
+/// file sizes (they cost the host one more system call per file).
+pub fn read_dir(path: &str, sizes: bool) -> Result<Vec<DirEntry>, Failure> {
     use crate::wit::cheng::tool::fs as wfs;
-    let list = wfs::read_dir(path).map_err(Failure::from_wit)?;
+    let list = wfs::read_dir(path, sizes).map_err(Failure::from_wit)?;
     Ok(list
         .into_iter()
         .map(|e| DirEntry {

@@ -226,9 +226,10 @@ impl Guard {
         })
     }
 
-    /// List the directory at `path`: names (escaped when not UTF-8), kinds, file sizes,
-    /// sorted by name. Symlinks are reported, never followed.
-    pub fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>, WriteError> {
+    /// List the directory at `path`: names (escaped when not UTF-8), kinds, and file
+    /// sizes when `sizes` (0 otherwise), sorted by name. Symlinks are reported, never
+    /// followed.
+    pub fn read_dir(&self, path: &str, sizes: bool) -> Result<Vec<DirEntry>, WriteError> {
         let opened = self.open(path)?;
         let dir = rustix::fs::openat(&opened.fd, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
             .map_err(|e| match e {
@@ -243,17 +244,29 @@ impl Guard {
             if raw == b"." || raw == b".." {
                 continue;
             }
-            let st = rustix::fs::statat(&dir, ent.file_name(), AtFlags::SYMLINK_NOFOLLOW);
-            let (kind, size) = match st {
-                Ok(st) => match rustix::fs::FileType::from_raw_mode(st.st_mode) {
-                    rustix::fs::FileType::RegularFile => (EntryKind::File, st.st_size as u64),
-                    rustix::fs::FileType::Directory => (EntryKind::Dir, 0),
-                    rustix::fs::FileType::Symlink => (EntryKind::Symlink, 0),
-                    _ => (EntryKind::Other, 0),
-                },
-                // Gone since it was listed.
-                Err(_) => continue,
+            // The kind comes with the listing (d_type) on most filesystems; a stat is
+            // needed only when it does not, or for a file's size when asked.
+            let mut ft = ent.file_type();
+            let mut size = 0;
+            if ft == rustix::fs::FileType::Unknown || (sizes && ft == rustix::fs::FileType::RegularFile) {
+                match rustix::fs::statat(&dir, ent.file_name(), AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(st) => {
+                        ft = rustix::fs::FileType::from_raw_mode(st.st_mode);
+                        size = st.st_size as u64;
+                    }
+                    // Gone since it was listed.
+                    Err(_) => continue,
+                }
+            }
+            let kind = match ft {
+                rustix::fs::FileType::RegularFile => EntryKind::File,
+                rustix::fs::FileType::Directory => EntryKind::Dir,
+                rustix::fs::FileType::Symlink => EntryKind::Symlink,
+                _ => EntryKind::Other,
             };
+            if kind != EntryKind::File {
+                size = 0;
+            }
             let (name, valid_utf8) = match std::str::from_utf8(raw) {
                 Ok(s) => (s.to_string(), true),
                 Err(_) => (escape_name(raw), false),
@@ -316,6 +329,13 @@ mod tests {
         // No temporary file is left anywhere.
         let leftovers: Vec<_> = walk(&dir).into_iter().filter(|p| p.contains("cheng-tmp")).collect();
         assert!(leftovers.is_empty(), "{leftovers:?}");
+        // Listing: kinds from the listing, sizes on request.
+        let l = g.read_dir(".", true).unwrap();
+        let a = l.iter().find(|e| e.name == "a.txt").unwrap();
+        assert_eq!((a.kind, a.size), (EntryKind::File, 3));
+        assert_eq!(l.iter().find(|e| e.name == "link").unwrap().kind, EntryKind::Symlink);
+        assert_eq!(l.iter().find(|e| e.name == "x").unwrap().kind, EntryKind::Dir);
+        assert_eq!(g.read_dir(".", false).unwrap().iter().find(|e| e.name == "a.txt").unwrap().size, 0);
         // Removal: files only.
         g.remove_file("x/y/z.txt").unwrap();
         assert!(!dir.join("x/y/z.txt").exists());

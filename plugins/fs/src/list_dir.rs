@@ -133,7 +133,7 @@ impl Tool for ListDir {
 /// List `dir_rel` (relative to the workspace root) through the host: one call per
 /// directory, names that are not UTF-8 shown escaped.
 fn walk(dir_rel: &str, prefix: &str, depth: u32, cap: usize, hidden: bool, out: &mut Output) -> Result<(), Failure> {
-    let items = host::read_dir(dir_rel)?;
+    let items = host::read_dir(dir_rel, true)?;
     for item in items {
         if !hidden && item.name.starts_with('.') {
             continue;

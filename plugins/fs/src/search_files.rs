@@ -196,7 +196,7 @@ impl Tool for SearchFiles {
             let size = std::fs::metadata(&base.path).map(|m| m.len()).unwrap_or(0);
             todo.push((base.rel.clone(), size));
         } else {
-            let opts = WalkOptions { respect_ignores: input.respect_gitignore, max_depth: usize::MAX, hidden: input.include_hidden };
+            let opts = WalkOptions { respect_ignores: input.respect_gitignore, max_depth: usize::MAX, hidden: input.include_hidden, sizes: true };
             walk_files(cx, &base.rel, &opts, &mut skipped, &mut |f| {
                 if glob.as_ref().is_none_or(|g| g.is_match(&f.under_base)) {
                     todo.push((f.rel, f.size));

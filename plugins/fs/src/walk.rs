@@ -23,6 +23,8 @@ pub struct WalkOptions {
     pub max_depth: usize,
     /// Include names starting with ".".
     pub hidden: bool,
+    /// Report file sizes (costs a system call per file in the host).
+    pub sizes: bool,
 }
 
 /// A file the walk found.
@@ -130,7 +132,7 @@ fn walk_dir(
     skipped: &mut Vec<String>,
     visit: &mut dyn FnMut(Found) -> bool,
 ) -> Result<bool, Failure> {
-    let entries = match host::read_dir(rel) {
+    let entries = match host::read_dir(rel, opts.sizes) {
         Ok(e) => e,
         Err(f) => {
             skipped.push(format!("{rel}: {}", f.message));

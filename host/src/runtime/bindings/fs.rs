@@ -119,9 +119,9 @@ impl Host for StoreState {
         guard.remove_file(&path).map_err(failure)
     }
 
-    async fn read_dir(&mut self, path: String) -> Result<Vec<wfs::DirEntry>, Failure> {
+    async fn read_dir(&mut self, path: String, sizes: bool) -> Result<Vec<wfs::DirEntry>, Failure> {
         let guard = self.check_readable(&path)?;
-        let entries = guard.read_dir(&path).map_err(failure)?;
+        let entries = guard.read_dir(&path, sizes).map_err(failure)?;
         Ok(entries
             .into_iter()
             .map(|e| wfs::DirEntry {

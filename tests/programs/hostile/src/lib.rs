@@ -121,7 +121,7 @@ fn act(input: Input, cx: &Context) -> Result<Output, Failure> {
         "protected" => format!("{}", cx.is_protected(&input.target)),
         // The host's batched filesystem interface, probed directly.
         "host_read" => String::from_utf8_lossy(&host::read_file(&input.target, 1 << 20)?).into_owned(),
-        "host_list" => host::read_dir(&input.target)?.into_iter().map(|e| e.name).collect::<Vec<_>>().join(","),
+        "host_list" => host::read_dir(&input.target, false)?.into_iter().map(|e| e.name).collect::<Vec<_>>().join(","),
         "host_write" => {
             host::write_file(&input.target, b"pwned", true, true)?;
             "written".into()
