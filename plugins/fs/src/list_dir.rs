@@ -3,7 +3,7 @@
 use cheng_sdk::host;
 use cheng_sdk::prelude::*;
 
-use crate::caps::{LIST_DEFAULT_DEPTH, LIST_DEFAULT_ENTRIES, LIST_MAX_DEPTH, LIST_MAX_ENTRIES, SKIPPED_DIRS};
+use cheng_fs_core::caps::{LIST_DEFAULT_DEPTH, LIST_DEFAULT_ENTRIES, LIST_MAX_DEPTH, LIST_MAX_ENTRIES, SKIPPED_DIRS};
 
 pub struct ListDir;
 

@@ -2,8 +2,8 @@
 
 use cheng_sdk::prelude::*;
 
-use crate::caps::{READ_FILES_DEFAULT_PER_FILE, READ_FILES_DEFAULT_TOTAL, READ_FILES_MAX_PATHS, READ_MAX_BYTES};
-use crate::read_file::{LOAD_MAX, check_text, select};
+use cheng_fs_core::caps::{READ_FILES_DEFAULT_PER_FILE, READ_FILES_DEFAULT_TOTAL, READ_FILES_MAX_PATHS, READ_MAX_BYTES};
+use cheng_fs_core::lines::{LOAD_MAX, check_text, select};
 
 pub struct ReadFiles;
 

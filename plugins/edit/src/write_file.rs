@@ -3,7 +3,7 @@
 use cheng_sdk::host;
 use cheng_sdk::prelude::*;
 
-use crate::caps::WRITE_MAX_BYTES;
+use cheng_fs_core::caps::WRITE_MAX_BYTES;
 
 pub struct WriteFile;
 

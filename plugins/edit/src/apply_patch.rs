@@ -5,7 +5,7 @@
 use cheng_sdk::host;
 use cheng_sdk::prelude::*;
 
-use crate::read_file::read_text;
+use cheng_fs_core::lines::read_text;
 use crate::write_file::check_writable;
 
 pub struct ApplyPatch;

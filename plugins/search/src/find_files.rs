@@ -2,8 +2,8 @@
 
 use cheng_sdk::prelude::*;
 
-use crate::caps::{FIND_DEFAULT_DEPTH, FIND_DEFAULT_RESULTS, FIND_MAX_RESULTS};
-use crate::walk::{PathGlob, WalkOptions, walk_files};
+use cheng_fs_core::caps::{FIND_DEFAULT_DEPTH, FIND_DEFAULT_RESULTS, FIND_MAX_RESULTS};
+use cheng_fs_core::walk::{PathGlob, WalkOptions, walk_files};
 
 pub struct FindFiles;
 

@@ -7,8 +7,8 @@ use grep_matcher::Matcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch};
 
-use crate::caps::{SEARCH_DEFAULT_MATCHES, SEARCH_DEFAULT_MAX_FILE_BYTES, SEARCH_LINE_CHARS, SEARCH_MAX_CONTEXT, SEARCH_MAX_MATCHES};
-use crate::walk::{PathGlob, WalkOptions, walk_files};
+use cheng_fs_core::caps::{SEARCH_DEFAULT_MATCHES, SEARCH_DEFAULT_MAX_FILE_BYTES, SEARCH_LINE_CHARS, SEARCH_MAX_CONTEXT, SEARCH_MAX_MATCHES};
+use cheng_fs_core::walk::{PathGlob, WalkOptions, walk_files};
 
 pub struct SearchFiles;
 
