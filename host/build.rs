@@ -8,6 +8,7 @@ fn main() {
         .watch("../sdk/src")
         .watch("../sdk/Cargo.toml")
         .watch("../sdk/path-rules/src")
+        .watch("../sdk/kinds/src")
         .watch("../wit")
         .build();
     let mut src = String::from("/// The built-in components: (family name, component bytes).\npub static BUILTINS: &[(&str, &[u8])] = &[\n");

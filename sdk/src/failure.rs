@@ -2,112 +2,49 @@
 
 use crate::wit::cheng::tool::types as wt;
 
-/// The kind of a failure. Callers see it as `LOCAL_EXECUTOR_<KIND>`; each kind has a
-/// default for whether a retry can help ([`ErrorKind::terminal`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ErrorKind {
-    /// The input was malformed or named a bad value.
-    InvalidArgument,
-    /// A path was refused by the workspace rules.
-    PathRefused,
-    /// The named thing does not exist.
-    NotFound,
-    /// The grant does not cover the request.
-    NotGranted,
-    /// A person declined, or did not answer in time.
-    ApprovalDenied,
-    /// The command is outside the operator's command policy.
-    CommandNotAllowed,
-    /// Shell syntax while shell strings are disabled.
-    ShellSyntaxDisabled,
-    /// A process could not be started.
-    SpawnFailed,
-    /// The work ran past its time budget.
-    Timeout,
-    /// The call was cancelled.
-    Cancelled,
-    /// The output exceeded its cap.
-    OutputLimit,
-    /// An input/output error.
-    Io,
-    /// The tool broke (a defect, not a bad request).
-    Crashed,
-    /// The file is binary and cannot be read as text.
-    BinaryFile,
-    /// A size or count cap refuses the request as asked.
-    TooLarge,
+pub use cheng_error_kinds::ErrorKind;
+
+fn kind_to_wit(kind: ErrorKind) -> wt::ErrorKind {
+    use ErrorKind::*;
+    match kind {
+        InvalidArgument => wt::ErrorKind::InvalidArgument,
+        PathRefused => wt::ErrorKind::PathRefused,
+        NotFound => wt::ErrorKind::NotFound,
+        NotGranted => wt::ErrorKind::NotGranted,
+        ApprovalDenied => wt::ErrorKind::ApprovalDenied,
+        CommandNotAllowed => wt::ErrorKind::CommandNotAllowed,
+        ShellSyntaxDisabled => wt::ErrorKind::ShellSyntaxDisabled,
+        SpawnFailed => wt::ErrorKind::SpawnFailed,
+        Timeout => wt::ErrorKind::Timeout,
+        Cancelled => wt::ErrorKind::Cancelled,
+        OutputLimit => wt::ErrorKind::OutputLimit,
+        Io => wt::ErrorKind::Io,
+        Crashed => wt::ErrorKind::Crashed,
+        BinaryFile => wt::ErrorKind::BinaryFile,
+        TooLarge => wt::ErrorKind::TooLarge,
+        // The vocabulary is non-exhaustive; a kind this SDK does not know crosses as a crash.
+        _ => wt::ErrorKind::Crashed,
+    }
 }
 
-impl ErrorKind {
-    /// Whether a failure of this kind is terminal by default (retrying the same
-    /// request cannot succeed).
-    pub fn terminal(self) -> bool {
-        !matches!(self, ErrorKind::Timeout | ErrorKind::Cancelled | ErrorKind::OutputLimit | ErrorKind::Io)
-    }
-
-    /// The stable wire code callers see, e.g. `LOCAL_EXECUTOR_NOT_FOUND`.
-    pub fn code(self) -> &'static str {
-        use ErrorKind::*;
-        match self {
-            InvalidArgument => "LOCAL_EXECUTOR_INVALID_ARGUMENT",
-            PathRefused => "LOCAL_EXECUTOR_PATH_REFUSED",
-            NotFound => "LOCAL_EXECUTOR_NOT_FOUND",
-            NotGranted => "LOCAL_EXECUTOR_NOT_GRANTED",
-            ApprovalDenied => "LOCAL_EXECUTOR_APPROVAL_DENIED",
-            CommandNotAllowed => "LOCAL_EXECUTOR_COMMAND_NOT_ALLOWED",
-            ShellSyntaxDisabled => "LOCAL_EXECUTOR_SHELL_SYNTAX_DISABLED",
-            SpawnFailed => "LOCAL_EXECUTOR_SPAWN_FAILED",
-            Timeout => "LOCAL_EXECUTOR_TIMEOUT",
-            Cancelled => "LOCAL_EXECUTOR_CANCELLED",
-            OutputLimit => "LOCAL_EXECUTOR_OUTPUT_LIMIT",
-            Io => "LOCAL_EXECUTOR_IO",
-            Crashed => "LOCAL_EXECUTOR_CRASHED",
-            BinaryFile => "LOCAL_EXECUTOR_BINARY_FILE",
-            TooLarge => "LOCAL_EXECUTOR_TOO_LARGE",
-        }
-    }
-
-    pub(crate) fn to_wit(self) -> wt::ErrorKind {
-        use ErrorKind::*;
-        match self {
-            InvalidArgument => wt::ErrorKind::InvalidArgument,
-            PathRefused => wt::ErrorKind::PathRefused,
-            NotFound => wt::ErrorKind::NotFound,
-            NotGranted => wt::ErrorKind::NotGranted,
-            ApprovalDenied => wt::ErrorKind::ApprovalDenied,
-            CommandNotAllowed => wt::ErrorKind::CommandNotAllowed,
-            ShellSyntaxDisabled => wt::ErrorKind::ShellSyntaxDisabled,
-            SpawnFailed => wt::ErrorKind::SpawnFailed,
-            Timeout => wt::ErrorKind::Timeout,
-            Cancelled => wt::ErrorKind::Cancelled,
-            OutputLimit => wt::ErrorKind::OutputLimit,
-            Io => wt::ErrorKind::Io,
-            Crashed => wt::ErrorKind::Crashed,
-            BinaryFile => wt::ErrorKind::BinaryFile,
-            TooLarge => wt::ErrorKind::TooLarge,
-        }
-    }
-
-    pub(crate) fn from_wit(kind: wt::ErrorKind) -> Self {
-        use ErrorKind::*;
-        match kind {
-            wt::ErrorKind::InvalidArgument => InvalidArgument,
-            wt::ErrorKind::PathRefused => PathRefused,
-            wt::ErrorKind::NotFound => NotFound,
-            wt::ErrorKind::NotGranted => NotGranted,
-            wt::ErrorKind::ApprovalDenied => ApprovalDenied,
-            wt::ErrorKind::CommandNotAllowed => CommandNotAllowed,
-            wt::ErrorKind::ShellSyntaxDisabled => ShellSyntaxDisabled,
-            wt::ErrorKind::SpawnFailed => SpawnFailed,
-            wt::ErrorKind::Timeout => Timeout,
-            wt::ErrorKind::Cancelled => Cancelled,
-            wt::ErrorKind::OutputLimit => OutputLimit,
-            wt::ErrorKind::Io => Io,
-            wt::ErrorKind::Crashed => Crashed,
-            wt::ErrorKind::BinaryFile => BinaryFile,
-            wt::ErrorKind::TooLarge => TooLarge,
-        }
+fn kind_from_wit(kind: wt::ErrorKind) -> ErrorKind {
+    use ErrorKind::*;
+    match kind {
+        wt::ErrorKind::InvalidArgument => InvalidArgument,
+        wt::ErrorKind::PathRefused => PathRefused,
+        wt::ErrorKind::NotFound => NotFound,
+        wt::ErrorKind::NotGranted => NotGranted,
+        wt::ErrorKind::ApprovalDenied => ApprovalDenied,
+        wt::ErrorKind::CommandNotAllowed => CommandNotAllowed,
+        wt::ErrorKind::ShellSyntaxDisabled => ShellSyntaxDisabled,
+        wt::ErrorKind::SpawnFailed => SpawnFailed,
+        wt::ErrorKind::Timeout => Timeout,
+        wt::ErrorKind::Cancelled => Cancelled,
+        wt::ErrorKind::OutputLimit => OutputLimit,
+        wt::ErrorKind::Io => Io,
+        wt::ErrorKind::Crashed => Crashed,
+        wt::ErrorKind::BinaryFile => BinaryFile,
+        wt::ErrorKind::TooLarge => TooLarge,
     }
 }
 
@@ -126,7 +63,7 @@ pub struct Failure {
 impl Failure {
     /// A failure of `kind` with its default terminal flag.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Failure { kind, message: message.into(), terminal: kind.terminal() }
+        Failure { kind, message: message.into(), terminal: kind.default_terminal() }
     }
 
     /// A bad input value.
@@ -156,11 +93,11 @@ impl Failure {
     }
 
     pub(crate) fn into_wit(self) -> wt::Failure {
-        wt::Failure { kind: self.kind.to_wit(), message: self.message, terminal: self.terminal }
+        wt::Failure { kind: kind_to_wit(self.kind), message: self.message, terminal: self.terminal }
     }
 
     pub(crate) fn from_wit(f: wt::Failure) -> Self {
-        Failure { kind: ErrorKind::from_wit(f.kind), message: f.message, terminal: f.terminal }
+        Failure { kind: kind_from_wit(f.kind), message: f.message, terminal: f.terminal }
     }
 }
 

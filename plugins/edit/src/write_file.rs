@@ -7,9 +7,6 @@ use cheng_fs_core::caps::WRITE_MAX_BYTES;
 
 pub struct WriteFile;
 
-fn yes() -> bool {
-    true
-}
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -22,7 +19,7 @@ pub struct Input {
     #[serde(default)]
     create_dirs: bool,
     /// Replace an existing file (default true); false refuses when the file exists.
-    #[serde(default = "yes")]
+    #[serde(default = "cheng_fs_core::defaults::yes")]
     overwrite: bool,
 }
 

@@ -2,6 +2,7 @@
 //! helpers, line selection, and the ignore-aware walk over the host's directory listing.
 
 pub mod caps;
+pub mod defaults;
 pub mod lines;
 pub mod text;
 pub mod walk;

@@ -7,24 +7,18 @@ use cheng_fs_core::caps::{LIST_DEFAULT_DEPTH, LIST_DEFAULT_ENTRIES, LIST_MAX_DEP
 
 pub struct ListDir;
 
-fn default_path() -> String {
-    ".".to_string()
-}
 fn default_depth() -> u32 {
     LIST_DEFAULT_DEPTH
 }
 fn default_entries() -> u32 {
     LIST_DEFAULT_ENTRIES
 }
-fn yes() -> bool {
-    true
-}
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
     /// Directory relative to the workspace root (default: the root).
-    #[serde(default = "default_path")]
+    #[serde(default = "cheng_fs_core::defaults::dot")]
     path: String,
     /// How deep to list: 1 = this directory only (default 1, at most 8).
     #[serde(default = "default_depth")]
@@ -35,7 +29,7 @@ pub struct Input {
     #[schemars(range(min = 1, max = 5000))]
     max_entries: u32,
     /// Include names starting with "." (default true).
-    #[serde(default = "yes")]
+    #[serde(default = "cheng_fs_core::defaults::yes")]
     include_hidden: bool,
 }
 

@@ -7,17 +7,11 @@ use cheng_fs_core::walk::{PathGlob, WalkOptions, walk_files};
 
 pub struct FindFiles;
 
-fn dot() -> String {
-    ".".into()
-}
 fn default_results() -> u32 {
     FIND_DEFAULT_RESULTS
 }
 fn default_depth() -> u32 {
     FIND_DEFAULT_DEPTH
-}
-fn yes() -> bool {
-    true
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -26,7 +20,7 @@ pub struct Input {
     /// Glob over paths, e.g. "**/*.rs" or "src/**/mod.rs"; without "/" it matches file names at any depth ("*.toml").
     pattern: String,
     /// Directory to search, relative to the workspace root (default: the root).
-    #[serde(default = "dot")]
+    #[serde(default = "cheng_fs_core::defaults::dot")]
     path: String,
     /// Most paths to return (default 1000, at most 10000).
     #[serde(default = "default_results")]
@@ -37,7 +31,7 @@ pub struct Input {
     #[schemars(range(min = 1, max = 32))]
     max_depth: u32,
     /// Skip what .gitignore, .ignore and .git/info/exclude exclude (default true).
-    #[serde(default = "yes")]
+    #[serde(default = "cheng_fs_core::defaults::yes")]
     respect_gitignore: bool,
     /// Include files and directories whose names start with "." (default false).
     #[serde(default)]

@@ -17,17 +17,11 @@ const BATCH_FILES: usize = 256;
 /// Bytes read per host call (a batch holds at least one file).
 const BATCH_BYTES: u64 = 8 << 20;
 
-fn dot() -> String {
-    ".".into()
-}
 fn default_matches() -> u32 {
     SEARCH_DEFAULT_MATCHES
 }
 fn default_file_bytes() -> u64 {
     SEARCH_DEFAULT_MAX_FILE_BYTES
-}
-fn yes() -> bool {
-    true
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -39,7 +33,7 @@ pub struct Input {
     #[serde(default)]
     literal: bool,
     /// Directory (or single file) to search, relative to the workspace root (default: the root).
-    #[serde(default = "dot")]
+    #[serde(default = "cheng_fs_core::defaults::dot")]
     path: String,
     /// Only files matching this glob, e.g. "*.rs" or "src/**/*.ts".
     glob: Option<String>,
@@ -59,7 +53,7 @@ pub struct Input {
     #[schemars(range(min = 1))]
     max_file_bytes: u64,
     /// Skip what .gitignore, .ignore and .git/info/exclude exclude (default true).
-    #[serde(default = "yes")]
+    #[serde(default = "cheng_fs_core::defaults::yes")]
     respect_gitignore: bool,
     /// Search files and directories whose names start with "." (default false).
     #[serde(default)]

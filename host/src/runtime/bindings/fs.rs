@@ -12,41 +12,26 @@ fn refuse(kind: ErrorKind, message: String) -> Failure {
 }
 
 impl StoreState {
-    /// The first statement of `read-dir`: is `path` readable for this call (under any
-    /// mount)?
-    fn check_readable(&self, path: &str) -> Result<std::sync::Arc<crate::guard::Guard>, Failure> {
+    /// The first statement of every `fs` function: may this call read (any mount
+    /// covering `path`) or write (a read-write mount, and not a protected path) there?
+    fn check_access(&self, path: &str, write: bool) -> Result<std::sync::Arc<crate::guard::Guard>, Failure> {
         let Some(guard) = self.call.guard.clone() else {
             return Err(refuse(ErrorKind::NotGranted, "this component has no access to the workspace".into()));
         };
-        let rel = match cheng_path_rules::lexical(path, &guard.root().to_string_lossy()) {
+        let root = guard.root().to_string_lossy().into_owned();
+        let rel = match cheng_path_rules::lexical(path, &root) {
             Ok(r) => r.normalized(),
-            Err(r) => return Err(refuse(ErrorKind::PathRefused, r.message(path, &guard.root().to_string_lossy()))),
+            Err(r) => return Err(refuse(ErrorKind::PathRefused, r.message(path, &root))),
         };
         let under = |m: &crate::grant::Mount| m.rel == "." || rel == m.rel || rel.starts_with(&format!("{}/", m.rel));
-        if !self.call.mounts.iter().any(under) {
-            tracing::warn!(target: "cheng::denials", component = %self.call.component, tool = %self.call.tool, path, "read outside the grant refused");
-            return Err(refuse(ErrorKind::NotGranted, format!("refused: \"{rel}\" is outside this tool's grant")));
-        }
-        Ok(guard)
-    }
-
-    /// The first statement of the writing `fs` functions: is `path` writable for this call?
-    fn check_writable(&self, path: &str) -> Result<std::sync::Arc<crate::guard::Guard>, Failure> {
-        let Some(guard) = self.call.guard.clone() else {
-            return Err(refuse(ErrorKind::NotGranted, "this component has no access to the workspace".into()));
-        };
-        let rel = match cheng_path_rules::lexical(path, &guard.root().to_string_lossy()) {
-            Ok(r) => r.normalized(),
-            Err(r) => return Err(refuse(ErrorKind::PathRefused, r.message(path, &guard.root().to_string_lossy()))),
-        };
-        let under = |m: &crate::grant::Mount| m.rel == "." || rel == m.rel || rel.starts_with(&format!("{}/", m.rel));
-        if !self.call.mounts.iter().any(|m| m.write && under(m)) {
-            tracing::warn!(target: "cheng::denials", component = %self.call.component, tool = %self.call.tool, path, "write outside the grant refused");
-            return Err(refuse(ErrorKind::NotGranted, format!("refused: \"{rel}\" is outside this tool's write grant")));
+        if !self.call.mounts.iter().any(|m| (m.write || !write) && under(m)) {
+            let what = if write { "write" } else { "read" };
+            tracing::warn!(target: "cheng::denials", component = %self.call.component, tool = %self.call.tool, path, "{what} outside the grant refused");
+            return Err(refuse(ErrorKind::NotGranted, format!("refused: \"{rel}\" is outside this tool's {what} grant")));
         }
         let protected = rel.split('/').any(|s| s == ".git")
             || self.call.protected.iter().any(|p| rel == *p || rel.starts_with(&format!("{p}/")));
-        if protected {
+        if write && protected {
             tracing::warn!(target: "cheng::denials", component = %self.call.component, tool = %self.call.tool, path, "write to a protected path refused");
             return Err(refuse(
                 ErrorKind::PathRefused,
@@ -88,7 +73,7 @@ pub const MAX_READ_MANY: u64 = 256 << 20;
 
 impl Host for StoreState {
     async fn read_file(&mut self, path: String, max_bytes: u64) -> Result<Vec<u8>, Failure> {
-        let guard = self.check_readable(&path)?;
+        let guard = self.check_access(&path, false)?;
         guard.read(&path, max_bytes.min(MAX_READ)).map_err(read_failure)
     }
 
@@ -96,7 +81,7 @@ impl Host for StoreState {
         let mut total = 0u64;
         let mut out = Vec::with_capacity(paths.len());
         for path in paths {
-            let r = self.check_readable(&path).and_then(|g| {
+            let r = self.check_access(&path, false).and_then(|g| {
                 let left = MAX_READ_MANY.saturating_sub(total);
                 g.read(&path, max_bytes_each.min(MAX_READ).min(left)).map_err(read_failure)
             });
@@ -109,18 +94,18 @@ impl Host for StoreState {
     }
 
     async fn write_file(&mut self, path: String, contents: Vec<u8>, create_dirs: bool, overwrite: bool) -> Result<WriteResult, Failure> {
-        let guard = self.check_writable(&path)?;
+        let guard = self.check_access(&path, true)?;
         let w = guard.write_atomic(&path, &contents, create_dirs, overwrite).map_err(failure)?;
         Ok(WriteResult { created: w.created, bytes_written: w.bytes })
     }
 
     async fn remove_file(&mut self, path: String) -> Result<(), Failure> {
-        let guard = self.check_writable(&path)?;
+        let guard = self.check_access(&path, true)?;
         guard.remove_file(&path).map_err(failure)
     }
 
     async fn read_dir(&mut self, path: String, sizes: bool) -> Result<Vec<wfs::DirEntry>, Failure> {
-        let guard = self.check_readable(&path)?;
+        let guard = self.check_access(&path, false)?;
         let entries = guard.read_dir(&path, sizes).map_err(failure)?;
         Ok(entries
             .into_iter()
