@@ -11,10 +11,13 @@ fn main() {
         .watch("../sdk/kinds/src")
         .watch("../wit")
         .build();
-    let mut src = String::from("/// The built-in components: (family name, component bytes).\npub static BUILTINS: &[(&str, &[u8])] = &[\n");
+    let mut src = String::from(
+        "/// The built-in components: (family name, component bytes, SHA-256 of the bytes).\npub static BUILTINS: &[(&str, &[u8], &str)] = &[\n",
+    );
     for g in &guests {
         let family = g.package.strip_prefix("cheng-plugin-").unwrap_or(&g.package);
-        writeln!(src, "    ({family:?}, include_bytes!({:?})),", g.wasm.display().to_string()).unwrap();
+        let sha = g.sha256().expect("the built component is readable");
+        writeln!(src, "    ({family:?}, include_bytes!({:?}), {sha:?}),", g.wasm.display().to_string()).unwrap();
     }
     src.push_str("];\n");
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("builtin.rs");

@@ -323,10 +323,10 @@ impl HostBuilder {
         let cache_dir = self.cache_dir.clone().or_else(|| self.state_dir.as_ref().map(|d| d.join("cache")));
         let cache = ComponentCache::new(cache_dir);
         let mut registry = Registry::default();
-        for (family, bytes) in builtin::BUILTINS {
+        for (family, bytes, sha) in builtin::BUILTINS {
             let c = LoadedComponent::load(
                 family,
-                Source::Static(bytes),
+                Source::Static(bytes, sha),
                 engine.engine(),
                 &linker,
                 &cache,

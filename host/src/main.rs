@@ -247,6 +247,9 @@ async fn run(cli: Cli) -> Result<u8> {
     // One call per process: the pooling allocator's set-up would cost more than it saves.
     builder.engine_options(cheng_host::runtime::engine::EngineOptions { pooling: false, ..Default::default() });
     let host = builder.build().await.context("cannot start the host")?;
+    for e in host.load_errors() {
+        eprintln!("cheng: plugin not loaded: {e}");
+    }
 
     match cli.command {
         Command::Tools { json } => {
@@ -260,6 +263,8 @@ async fn run(cli: Cli) -> Result<u8> {
                             "description": t.description,
                             "input_schema": t.input_schema,
                             "output_schema": t.output_schema,
+                            "component": t.component,
+                            "component_tool": t.component_tool,
                         })
                     })
                     .collect();
@@ -268,8 +273,16 @@ async fn run(cli: Cli) -> Result<u8> {
                 let mut out = std::io::stdout().lock();
                 for t in &tools {
                     let first = t.description.split(". ").next().unwrap_or("");
-                    writeln!(out, "{:<20} {:<10} {}", t.name, t.component, first)?;
+                    // A plugin's tool is called by its registered name; the name inside
+                    // the component is shown beside it when they differ.
+                    let origin = if t.component_tool == t.name {
+                        t.component.clone()
+                    } else {
+                        format!("{}:{}", t.component, t.component_tool)
+                    };
+                    writeln!(out, "{:<24} {:<16} {}", t.name, origin, first)?;
                 }
+
             }
             Ok(0)
         }
@@ -326,7 +339,8 @@ async fn run(cli: Cli) -> Result<u8> {
                 _ => EXIT_ERROR,
             })
         }
-        Command::Records { .. } | Command::Settings { .. } => unreachable!("handled before the host starts"),
+        // Answered above, before the host started.
+        Command::Records { .. } | Command::Settings { .. } => Ok(0),
     }
 }
 

@@ -36,6 +36,15 @@ pub struct Guest {
     pub wasm: PathBuf,
 }
 
+impl Guest {
+    /// The lower-case hex SHA-256 of the component file (computed at build time, so the
+    /// host need not hash its embedded components at every start).
+    pub fn sha256(&self) -> std::io::Result<String> {
+        use sha2::Digest;
+        Ok(hex::encode(sha2::Sha256::digest(std::fs::read(&self.wasm)?)))
+    }
+}
+
 /// A nested build of one guest workspace.
 #[derive(Debug)]
 pub struct GuestBuild {

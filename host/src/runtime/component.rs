@@ -86,8 +86,8 @@ impl ToolSpec {
 /// Where a component's bytes come from.
 #[derive(Clone)]
 pub enum Source {
-    /// Embedded in the binary.
-    Static(&'static [u8]),
+    /// Embedded in the binary, with its SHA-256 computed at build time.
+    Static(&'static [u8], &'static str),
     /// Read from a file at load time.
     Owned(Arc<Vec<u8>>, PathBuf),
 }
@@ -96,7 +96,7 @@ impl Source {
     /// The bytes.
     pub fn bytes(&self) -> &[u8] {
         match self {
-            Source::Static(b) => b,
+            Source::Static(b, _) => b,
             Source::Owned(b, _) => b,
         }
     }
@@ -131,7 +131,10 @@ impl LoadedComponent {
         cache: &ComponentCache,
         on_compile: &(dyn Fn(&str) + Send + Sync),
     ) -> Result<Self, HostError> {
-        let sha256 = sha256_hex(source.bytes());
+        let sha256 = match &source {
+            Source::Static(_, sha) => sha.to_string(),
+            Source::Owned(bytes, _) => sha256_hex(bytes),
+        };
         let describe_file = cache.dir().map(|d| d.join(format!("{sha256}.describe.json")));
         let cached: Option<Vec<ToolSpec>> = describe_file
             .as_ref()

@@ -47,12 +47,11 @@ pub struct Output {
 }
 
 /// One file's part of the patch.
-struct Section<'a> {
+struct Section {
     old: Option<String>,
     new: Option<String>,
     text: String,
     hunks: u64,
-    _src: std::marker::PhantomData<&'a ()>,
 }
 
 /// A header path: without a timestamp, unquoted; None for /dev/null.
@@ -97,7 +96,7 @@ fn hunk_counts(line: &str) -> Option<(u64, u64)> {
     Some((count(parts.next()?, '-')?, count(parts.next()?, '+')?))
 }
 
-fn split(patch: &str) -> Result<Vec<Section<'_>>, Failure> {
+fn split(patch: &str) -> Result<Vec<Section>, Failure> {
     let lines: Vec<&str> = patch.split_inclusive('\n').collect();
     let mut sections = Vec::new();
     let mut git = false;
@@ -163,7 +162,7 @@ fn split(patch: &str) -> Result<Vec<Section<'_>>, Failure> {
                 new.as_deref().unwrap_or("?")
             )));
         }
-        sections.push(Section { old, new, text, hunks, _src: std::marker::PhantomData });
+        sections.push(Section { old, new, text, hunks });
         i = j;
     }
     if sections.is_empty() {
