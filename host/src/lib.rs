@@ -351,6 +351,31 @@ impl HostBuilder {
                 load_errors.push(e);
             }
         }
+        // A role that names a plugin tool the plugin does not declare is reported now,
+        // not at call time.
+        for role in policy.role_names() {
+            for tool in policy.tools_of(role) {
+                let Some((id, _)) = tool.split_once("__") else { continue };
+                if registry.get(tool).is_some() {
+                    continue;
+                }
+                let declared: Vec<&str> = registry
+                    .iter()
+                    .filter(|e| e.component.name == id)
+                    .map(|e| e.name.as_str())
+                    .collect();
+                let msg = if declared.is_empty() {
+                    format!("role \"{role}\" names \"{tool}\", but no plugin \"{id}\" is loaded")
+                } else {
+                    format!(
+                        "role \"{role}\" names \"{tool}\", which plugin \"{id}\" does not declare; it declares: {}",
+                        declared.join(", ")
+                    )
+                };
+                tracing::warn!(target: "cheng::plugins", "{msg}");
+                load_errors.push(msg);
+            }
+        }
         let run_state = RunStateStore::new(self.state_dir.as_ref().map(|d| d.join("runs")));
         let broker = Broker::new(
             self.approver.clone(),
@@ -812,6 +837,49 @@ fn plugin_from_config(cfg: &Config, pc: &PluginConfig) -> Result<PluginSpec, Str
     })
 }
 
+/// Imports a component asks for beyond the `tool` world and WASI.
+fn refused_imports(component: &wasmtime::component::Component, engine: &wasmtime::Engine) -> Vec<String> {
+    component
+        .component_type()
+        .imports(engine)
+        .map(|(name, _)| name.to_string())
+        .filter(|name| !(name.starts_with("cheng:tool/") || name.starts_with("wasi:")))
+        .collect()
+}
+
+/// What a component file holds, as `cheng plugin inspect` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Inspection {
+    /// SHA-256 of the file (what `cheng.toml` pins).
+    pub sha256: String,
+    /// Size in bytes.
+    pub size: usize,
+    /// Every import it asks for.
+    pub imports: Vec<String>,
+    /// Imports beyond the tool world and WASI: a plugin asking for any is refused.
+    pub refused_imports: Vec<String>,
+    /// The tools its `describe` declares, with schemas and needs.
+    pub tools: Vec<ToolSpec>,
+}
+
+/// Compile `wasm` and run its `describe` in a sandbox with no filesystem: what a
+/// component declares, without loading it into a host.
+pub async fn inspect(wasm: &[u8], name: &str) -> Result<Inspection, HostError> {
+    let engine = EngineHandle::with_options(runtime::engine::EngineOptions { pooling: false, ..Default::default() })?;
+    let err = |e: wasmtime::Error| HostError::Component { name: name.to_string(), reason: format!("{e:#}") };
+    let component = wasmtime::component::Component::new(engine.engine(), wasm).map_err(err)?;
+    let imports: Vec<String> = component.component_type().imports(engine.engine()).map(|(n, _)| n.to_string()).collect();
+    let refused = refused_imports(&component, engine.engine());
+    let mut tools = Vec::new();
+    if refused.is_empty() {
+        let mut linker = Linker::<StoreState>::new(engine.engine());
+        runtime::bindings::add_to_linker(&mut linker).map_err(err)?;
+        let c = LoadedComponent::load(name, Source::Owned(Arc::new(wasm.to_vec()), PathBuf::from(name)), engine.engine(), &linker, &ComponentCache::new(None), &|_| {}).await?;
+        tools = c.tools;
+    }
+    Ok(Inspection { sha256: runtime::cache::sha256_hex(wasm), size: wasm.len(), imports, refused_imports: refused, tools })
+}
+
 /// Load one plugin and register its tools as `<id>__<tool>`.
 async fn load_plugin(
     spec: PluginSpec,
@@ -830,6 +898,19 @@ async fn load_plugin(
         .await
         .map_err(|e| format!("plugin \"{id}\" ({origin}): {e}"))?;
     c.grant = spec.grant;
+    // Plugins are compiled (or loaded from the cache) now, so that a corrupt or
+    // wrong-world file is one clear error at start, naming the file.
+    let pre = c
+        .pre(engine, linker, cache, on_compile)
+        .await
+        .map_err(|e| format!("plugin \"{id}\" ({origin}): {e}"))?;
+    let refused = refused_imports(pre.instance_pre().component(), engine);
+    if !refused.is_empty() {
+        return Err(format!(
+            "plugin \"{id}\" ({origin}) imports {}, beyond the tool world and WASI; refusing to load it",
+            refused.join(", ")
+        ));
+    }
     for t in &c.tools {
         let name = format!("{id}__{}", t.name);
         if name.len() > 64 {

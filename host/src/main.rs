@@ -80,6 +80,11 @@ enum Command {
         #[arg(long)]
         last: Option<usize>,
     },
+    /// Operate on plugin component files.
+    Plugin {
+        #[command(subcommand)]
+        action: PluginCommand,
+    },
     /// Show the saved settings (a JSON object), or change one.
     Settings {
         #[command(subcommand)]
@@ -93,6 +98,15 @@ enum StatusArg {
     Error,
     Denied,
     Running,
+}
+
+#[derive(Subcommand, Debug)]
+enum PluginCommand {
+    /// Show a component's SHA-256, imports and declared tools (schemas, needs) as JSON.
+    Inspect {
+        /// The .wasm component file.
+        file: PathBuf,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -156,6 +170,13 @@ fn main() -> ExitCode {
     std::process::exit(code.into())
 }
 
+/// Write one document to stdout. A reader that went away (a closed pipe) is not an
+/// error worth a panic: the output is simply not wanted any more.
+fn emit(doc: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{doc}").and_then(|_| out.flush());
+}
+
 /// An error in how cheng was invoked (exit 64).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -212,8 +233,14 @@ async fn run(cli: Cli) -> Result<u8> {
                 last: *last,
             };
             let recs = cheng_host::records::read_log(&dir.join("audit.jsonl"), &filter)?;
-            println!("{}", serde_json::to_string_pretty(&recs)?);
+            emit(&serde_json::to_string_pretty(&recs)?);
             return Ok(0);
+        }
+        Command::Plugin { action: PluginCommand::Inspect { file } } => {
+            let wasm = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+            let report = cheng_host::inspect(&wasm, &file.display().to_string()).await?;
+            emit(&serde_json::to_string_pretty(&report)?);
+            return Ok(if report.refused_imports.is_empty() { 0 } else { EXIT_ERROR });
         }
         Command::Settings { action } => {
             let dir = state.clone().ok_or_else(|| UsageError("no state directory; pass --state-dir".into()))?;
@@ -222,7 +249,7 @@ async fn run(cli: Cli) -> Result<u8> {
                 s.set(key, value).map_err(UsageError)?;
                 s.save(&dir)?;
             }
-            println!("{}", serde_json::to_string_pretty(&s)?);
+            emit(&serde_json::to_string_pretty(&s)?);
             return Ok(0);
         }
         _ => {}
@@ -268,7 +295,7 @@ async fn run(cli: Cli) -> Result<u8> {
                         })
                     })
                     .collect();
-                println!("{}", serde_json::to_string_pretty(&list)?);
+                emit(&serde_json::to_string_pretty(&list)?);
             } else {
                 let mut out = std::io::stdout().lock();
                 for t in &tools {
@@ -332,7 +359,7 @@ async fn run(cli: Cli) -> Result<u8> {
             // compiled code first.
             std::mem::forget(host);
             let doc = if record { serde_json::to_value(&rec)? } else { result.output.clone() };
-            println!("{}", serde_json::to_string_pretty(&doc)?);
+            emit(&serde_json::to_string_pretty(&doc)?);
             Ok(match result.status {
                 Status::Ok => 0,
                 Status::Denied => EXIT_DENIED,
@@ -340,7 +367,7 @@ async fn run(cli: Cli) -> Result<u8> {
             })
         }
         // Answered above, before the host started.
-        Command::Records { .. } | Command::Settings { .. } => Ok(0),
+        Command::Records { .. } | Command::Settings { .. } | Command::Plugin { .. } => Ok(0),
     }
 }
 

@@ -22,3 +22,5 @@ mod file_tools;
 mod crash;
 // The ignore-aware walk agrees with ripgrep.
 mod walk_equivalence;
+// Third-party components: loading, pins, refusals at load, inspect.
+mod plugins;

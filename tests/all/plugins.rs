@@ -1,0 +1,125 @@
+//! Loading third-party components from cheng.toml: pins, ids, grants, broken files and
+//! roles that name tools a plugin does not declare — each reported at load, while the
+//! host and the other plugins keep working; `cheng plugin inspect`.
+
+use cheng_host::{Context, HostBuilder, Status};
+use cheng_host::policy::Config;
+use serde_json::{Value, json};
+
+use crate::util;
+
+fn sha256_of(bytes: &[u8]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x");
+    std::fs::write(&f, bytes).unwrap();
+    let out = std::process::Command::new("sha256sum").arg(&f).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap().to_string()
+}
+
+async fn host_from(toml: &str, dir: &std::path::Path) -> cheng_host::Host {
+    let cfg = dir.join("cheng.toml");
+    std::fs::write(&cfg, toml).unwrap();
+    let mut b = HostBuilder::new();
+    b.config(Config::load(&cfg).unwrap());
+    b.state_dir(util::shared_state());
+    b.build().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn broken_and_mismatched_plugins_are_refused_and_the_rest_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = util::program("hostile");
+    let sha = sha256_of(&good);
+    std::fs::write(dir.path().join("good.wasm"), &good).unwrap();
+    std::fs::write(dir.path().join("truncated.wasm"), &good[..good.len() / 2]).unwrap();
+    std::fs::write(dir.path().join("junk.wasm"), b"not a component").unwrap();
+    let toml = format!(
+        r#"
+[roles.t]
+tools = ["good__probe", "good__missing", "gone__probe"]
+[[plugins]]
+id = "good"
+path = "good.wasm"
+sha256 = "{sha}"
+fs = "read"
+[[plugins]]
+id = "pinned"
+path = "good.wasm"
+sha256 = "{bad}"
+[[plugins]]
+id = "cut"
+path = "truncated.wasm"
+sha256 = "{cut}"
+[[plugins]]
+id = "junk"
+path = "junk.wasm"
+sha256 = "{junk}"
+[[plugins]]
+id = "unpinned"
+path = "good.wasm"
+[[plugins]]
+id = "net"
+path = "good.wasm"
+sha256 = "{sha}"
+network = ["example.com"]
+[[plugins]]
+id = "Bad_Id"
+path = "good.wasm"
+sha256 = "{sha}"
+[[plugins]]
+id = "wide"
+path = "good.wasm"
+sha256 = "{sha}"
+fs = {{ write = ["."] }}
+"#,
+        bad = "0".repeat(64),
+        cut = sha256_of(&good[..good.len() / 2]),
+        junk = sha256_of(b"not a component"),
+    );
+    let h = host_from(&toml, dir.path()).await;
+    let errors = h.load_errors().join("\n");
+    // A pin mismatch names both hashes.
+    assert!(errors.contains(&format!("has sha256 {sha}, but cheng.toml pins {}", "0".repeat(64))), "{errors}");
+    // Truncated and junk files: one clear error each, naming the file.
+    assert!(errors.contains("plugin \"cut\"") && errors.contains("truncated.wasm"), "{errors}");
+    assert!(errors.contains("plugin \"junk\"") && errors.contains("junk.wasm"), "{errors}");
+    // No pin, a network grant, a bad id, write on the whole workspace: refused at load.
+    assert!(errors.contains("plugin \"unpinned\": no sha256 pin"), "{errors}");
+    assert!(errors.contains("network grants (example.com) are not supported yet"), "{errors}");
+    assert!(errors.contains("plugin id \"Bad_Id\" must match"), "{errors}");
+    assert!(errors.contains("never gets write access to the whole workspace"), "{errors}");
+    // Roles naming tools a plugin does not declare are reported now, not at call time.
+    assert!(errors.contains("names \"good__missing\", which plugin \"good\" does not declare; it declares: good__probe, good__probe_read"), "{errors}");
+    assert!(errors.contains("names \"gone__probe\", but no plugin \"gone\" is loaded"), "{errors}");
+    // The good plugin and the built-ins still work.
+    let ws = util::workspace();
+    let r = h.call(&Context::new(ws.path()).role("t"), "good__probe", json!({"action": "read", "target": "inside.txt"})).await;
+    assert_eq!(r.status, Status::Ok, "{}", r.output);
+    let r = h.call(&Context::new(ws.path()), "read_file", json!({"path": "inside.txt"})).await;
+    assert_eq!(r.status, Status::Ok);
+    // A plugin's tools are granted to nobody by default.
+    let r = h.call(&Context::new(ws.path()), "good__probe", json!({"action": "env"})).await;
+    assert_eq!(r.status, Status::Denied);
+}
+
+#[test]
+fn plugin_inspect_shows_pin_imports_and_tools() {
+    let ws = util::workspace();
+    let wasm = util::programs()["hostile"].clone();
+    let out = util::cheng(ws.path()).arg("plugin").arg("inspect").arg(&wasm).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["sha256"], sha256_of(&std::fs::read(&wasm).unwrap()));
+    let tools: Vec<&str> = doc["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(tools, ["probe", "probe_read"]);
+    assert_eq!(doc["tools"][0]["needs"]["fs"], "write");
+    assert_eq!(doc["tools"][1]["needs"]["fs"], "read");
+    assert!(doc["imports"].as_array().unwrap().iter().any(|i| i.as_str().unwrap().starts_with("cheng:tool/approval")));
+    assert_eq!(doc["refused_imports"], json!([]));
+    // A file that is not a component: one clear error naming it.
+    let junk = ws.path().join("junk.wasm");
+    std::fs::write(&junk, b"\0asm junk").unwrap();
+    let out = util::cheng(ws.path()).arg("plugin").arg("inspect").arg(&junk).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("junk.wasm"));
+}
