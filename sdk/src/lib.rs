@@ -17,9 +17,9 @@
 //! ```no_run
 //! use cheng_sdk::prelude::*;
 //!
-//! #[derive(Deserialize, JsonSchema)]
+//! #[cheng_sdk::schema]
 //! struct Input { name: String }
-//! #[derive(Serialize, JsonSchema)]
+//! #[cheng_sdk::schema]
 //! struct Output { greeting: String }
 //!
 //! struct Hello;
@@ -51,6 +51,15 @@ mod needs;
 pub use context::{Context, Resolved};
 pub use failure::{ErrorKind, Failure};
 pub use needs::{FsAccess, Needs};
+
+/// Derive a tool input or output's serde and JSON Schema implementations through the
+/// SDK's own re-exports: with it, a plugin needs no dependency but `cheng-sdk`.
+///
+/// ```ignore
+/// #[cheng_sdk::schema]
+/// struct Input { name: String }
+/// ```
+pub use cheng_sdk_macros::schema;
 
 /// Path rules shared with the host (re-exported so authors need only this crate).
 pub use cheng_path_rules as path_rules;

@@ -24,3 +24,5 @@ mod crash;
 mod walk_equivalence;
 // Third-party components: loading, pins, refusals at load, inspect.
 mod plugins;
+// The README's plugin walkthrough, verbatim.
+mod examples;

@@ -65,6 +65,11 @@ pub fn plugin(id: &str, program_name: &str, grant: Grant) -> PluginSpec {
     PluginSpec { id: id.into(), wasm: program(program_name), origin: program_name.into(), grant }
 }
 
+/// A plugin spec for a component file, granted nothing.
+pub fn plugin_file(id: &str, wasm: &Path) -> PluginSpec {
+    PluginSpec { id: id.into(), wasm: std::fs::read(wasm).unwrap(), origin: wasm.display().to_string(), grant: cheng_host::grant::Grant::none() }
+}
+
 /// The `cheng` binary, with a shared state dir and no inherited config.
 pub fn cheng(workspace: &Path) -> std::process::Command {
     cheng_in(workspace, &shared_state())
