@@ -123,3 +123,43 @@ fn plugin_inspect_shows_pin_imports_and_tools() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("junk.wasm"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn wordcount_reads_only_its_granted_folder_and_the_log_shows_it() {
+    use cheng_host::grant::{FsGrant, Grant};
+    let example = util::repo().join("examples/wordcount");
+    let built = cheng_guest_build::GuestBuild::at(&example).compile(&util::target_dir().join("guests")).expect("the example builds");
+    let wasm = built.iter().find(|g| g.package == "wordcount").unwrap().wasm.clone();
+    // `cheng plugin inspect` on the example: one tool, read-only.
+    let ws = util::workspace();
+    let out = util::cheng(ws.path()).arg("plugin").arg("inspect").arg(&wasm).output().unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["tools"][0]["name"], "count");
+    assert_eq!(report["tools"][0]["needs"]["fs"], "read");
+    // Granted read on docs/ only.
+    let state = tempfile::tempdir().unwrap();
+    let mut b = HostBuilder::new();
+    b.config(Config::from_toml_str("[roles.t]\ntools = [\"wc__count\"]\n", "t.toml").unwrap());
+    b.state_dir(state.path()).cache_dir(util::shared_state().join("cache"));
+    let mut spec = util::plugin_file("wc", &wasm);
+    spec.grant = Grant { fs: FsGrant::Scoped { read: vec!["docs".into()], write: vec![] }, spawn: false, memory_mb: None, cpu_ms: None };
+    b.plugin(spec);
+    let h = b.build().await.unwrap();
+    let cx = Context::new(ws.path()).role("t").run("wc");
+    // Control: inside its folder it counts.
+    let r = h.call(&cx, "wc__count", json!({"path": "docs"})).await;
+    assert_eq!(r.status, Status::Ok, "{}", r.output);
+    assert_eq!(r.output["files"][0]["path"], "docs/a.md");
+    assert_eq!(r.output["total"]["words"], 2);
+    // Outside it: the workspace root, a file beside docs, a `..` out of docs.
+    for path in [".", "inside.txt", "docs/../inside.txt"] {
+        let r = h.call(&cx, "wc__count", json!({"path": path})).await;
+        assert_eq!(r.error_kind, Some(cheng_host::ErrorKind::NotGranted), "{path}: {}", r.output);
+        assert!(!r.output.to_string().contains("\"inside\""));
+    }
+    // The audit log has the refusals with their kind, and the allowed call.
+    drop(h);
+    let recs = cheng_host::records::read_log(&state.path().join("audit.jsonl"), &Default::default()).unwrap();
+    let kinds: Vec<Option<&str>> = recs.iter().map(|r| r.error_kind.as_deref()).collect();
+    assert_eq!(kinds, [None, Some("LOCAL_EXECUTOR_NOT_GRANTED"), Some("LOCAL_EXECUTOR_NOT_GRANTED"), Some("LOCAL_EXECUTOR_NOT_GRANTED")]);
+}
