@@ -781,7 +781,7 @@ fn check_grant_folder(id: &str, folder: &str, write: bool) -> Result<String, Str
     if write && norm == "." {
         return Err(format!("plugin \"{id}\": a plugin never gets write access to the whole workspace; name sub-folders"));
     }
-    if norm == ".git" || norm.starts_with(".git/") || (norm == "." && write) {
+    if norm == ".git" || norm.starts_with(".git/") {
         return Err(format!("plugin \"{id}\": grant folder \"{folder}\" would expose .git"));
     }
     Ok(norm)
@@ -874,7 +874,7 @@ pub async fn inspect(wasm: &[u8], name: &str) -> Result<Inspection, HostError> {
     if refused.is_empty() {
         let mut linker = Linker::<StoreState>::new(engine.engine());
         runtime::bindings::add_to_linker(&mut linker).map_err(err)?;
-        let c = LoadedComponent::load(name, Source::Owned(Arc::new(wasm.to_vec()), PathBuf::from(name)), engine.engine(), &linker, &ComponentCache::new(None), &|_| {}).await?;
+        let c = LoadedComponent::load(name, Source::Owned(Arc::new(wasm.to_vec())), engine.engine(), &linker, &ComponentCache::new(None), &|_| {}).await?;
         tools = c.tools;
     }
     Ok(Inspection { sha256: runtime::cache::sha256_hex(wasm), size: wasm.len(), imports, refused_imports: refused, tools })
@@ -894,7 +894,7 @@ async fn load_plugin(
         return Err(format!("plugin id \"{id}\" must match [a-z][a-z0-9-]{{0,15}}"));
     }
     let origin = spec.origin.clone();
-    let mut c = LoadedComponent::load(&id, Source::Owned(Arc::new(spec.wasm), PathBuf::from(&origin)), engine, linker, cache, on_compile)
+    let mut c = LoadedComponent::load(&id, Source::Owned(Arc::new(spec.wasm)), engine, linker, cache, on_compile)
         .await
         .map_err(|e| format!("plugin \"{id}\" ({origin}): {e}"))?;
     c.grant = spec.grant;

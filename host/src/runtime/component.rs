@@ -2,7 +2,6 @@
 //! declared (cached by hash so a warm start runs no guest code), and its
 //! `InstancePre`, prepared on first use.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -88,8 +87,8 @@ impl ToolSpec {
 pub enum Source {
     /// Embedded in the binary, with its SHA-256 computed at build time.
     Static(&'static [u8], &'static str),
-    /// Read from a file at load time.
-    Owned(Arc<Vec<u8>>, PathBuf),
+    /// Supplied at load time (a plugin file).
+    Owned(Arc<Vec<u8>>),
 }
 
 impl Source {
@@ -97,7 +96,7 @@ impl Source {
     pub fn bytes(&self) -> &[u8] {
         match self {
             Source::Static(b, _) => b,
-            Source::Owned(b, _) => b,
+            Source::Owned(b) => b,
         }
     }
 }
@@ -133,7 +132,7 @@ impl LoadedComponent {
     ) -> Result<Self, HostError> {
         let sha256 = match &source {
             Source::Static(_, sha) => sha.to_string(),
-            Source::Owned(bytes, _) => sha256_hex(bytes),
+            Source::Owned(bytes) => sha256_hex(bytes),
         };
         let describe_file = cache.dir().map(|d| d.join(format!("{sha256}.describe.json")));
         let cached: Option<Vec<ToolSpec>> = describe_file
