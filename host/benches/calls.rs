@@ -123,6 +123,29 @@ async fn main() {
     let (gp, _) = summarize(guest);
     println!("## read_file 1 MiB");
     println!("std::fs::read p50 {:.0} us; read_file p50 {:.0} us; ratio {:.2}x", us(np), us(gp), gp.as_secs_f64() / np.as_secs_f64());
+    // Where the time goes beyond the read: the same call without the call record, and
+    // the host's parse of the guest's JSON answer (timed natively on the same text).
+    let mut off = Vec::new();
+    let mut parse = Vec::new();
+    let mut text = String::new();
+    for _ in 0..n {
+        let t = Instant::now();
+        let r = h_off.call(&cx, "read_file", json!({"path": "big.txt", "max_bytes": 1_048_576})).await;
+        off.push(t.elapsed());
+        text = r.output.to_string();
+        let t = Instant::now();
+        std::hint::black_box(serde_json::from_str::<serde_json::Value>(&text).unwrap());
+        parse.push(t.elapsed());
+    }
+    let (op, _) = summarize(off);
+    let (pp, _) = summarize(parse);
+    println!(
+        "read_file 1 MiB with records off p50 {:.0} us (records cost {:.0} us); host parse of the {} KB answer p50 {:.0} us",
+        us(op),
+        us(gp) - us(op),
+        text.len() / 1024,
+        us(pp)
+    );
 
     // Concurrency: trivial calls per second with 64 in flight.
     let total = if quick { 5_000 } else { 50_000 };
