@@ -35,12 +35,14 @@ pub mod grant;
 pub mod guard;
 mod error;
 pub mod policy;
+pub mod process;
 pub mod records;
 pub mod registry;
 pub mod runstate;
 pub mod runtime;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -424,6 +426,7 @@ impl HostBuilder {
                 tool_limits,
                 protected_abs,
                 workspaces_root,
+                spawner: Arc::new(process::Spawner::new(self.config.process.clone())),
             }),
         })
     }
@@ -450,6 +453,7 @@ struct Inner {
     tool_limits: HashMap<String, ToolLimits>,
     protected_abs: Vec<PathBuf>,
     workspaces_root: Option<PathBuf>,
+    spawner: Arc<process::Spawner>,
 }
 
 /// Is `run` usable as a run id (it names a directory in the state dir)?
@@ -554,16 +558,32 @@ impl Host {
                 log.append_later(record(Status::Running, &running));
             }
         };
-        let result = tokio::select! {
-            r = self.call_inner(cx, tool, &input, &call_id, started, &approvals, &on_start) => r,
-            _ = cx.cancel.cancelled() => ToolResult::failure(
+        let processes: Arc<AtomicUsize> = Arc::default();
+        let inner = self.call_inner(cx, tool, &input, &call_id, started, &approvals, &processes, &on_start);
+        tokio::pin!(inner);
+        let cancelled = || {
+            ToolResult::failure(
                 call_id.clone(),
                 Status::Error,
                 ErrorKind::Cancelled,
                 format!("The call to \"{tool}\" was cancelled."),
                 false,
                 started,
-            ),
+            )
+        };
+        let result = tokio::select! {
+            r = &mut inner => r,
+            _ = cx.cancel.cancelled() => {
+                // A command in flight sees the same token, stops its process tree and
+                // lets the tool report `cancelled` with what the command printed; give
+                // it the kill grace to do so. Anything else is abandoned at once.
+                if processes.load(Ordering::SeqCst) > 0 {
+                    let grace = Duration::from_millis(self.inner.config.process.kill_grace_ms + 2_000);
+                    tokio::time::timeout(grace, &mut inner).await.unwrap_or_else(|_| cancelled())
+                } else {
+                    cancelled()
+                }
+            }
         };
         let rec = record(result.status, &result);
         // The record reaches the log (the OS) before the result reaches the caller.
@@ -583,6 +603,7 @@ impl Host {
         call_id: &str,
         started: Instant,
         approvals: &Arc<Mutex<Vec<ApprovalOutcome>>>,
+        processes: &Arc<AtomicUsize>,
         on_start: &(dyn Fn() + Sync),
     ) -> ToolResult {
         let inner = &*self.inner;
@@ -729,6 +750,9 @@ impl Host {
             guard: Some(guard.clone()),
             mounts: mounts.clone(),
             run_state: inner.run_state.scope(&cx.run, &entry.component.name),
+            spawner: inner.spawner.clone(),
+            cancel: cx.cancel.clone(),
+            processes: processes.clone(),
         });
         on_start();
         let input_text = input.to_string();
@@ -756,7 +780,15 @@ impl Host {
                 duration: started.elapsed(),
             },
             GuestOutcome::Failed { kind, message, terminal } => {
-                ToolResult::failure(call_id.to_string(), Status::Error, kind, message, terminal, started)
+                // Refusals by policy or by a person are denials in the record.
+                let status = match kind {
+                    ErrorKind::NotGranted
+                    | ErrorKind::ApprovalDenied
+                    | ErrorKind::CommandNotAllowed
+                    | ErrorKind::ShellSyntaxDisabled => Status::Denied,
+                    _ => Status::Error,
+                };
+                ToolResult::failure(call_id.to_string(), status, kind, message, terminal, started)
             }
         }
     }

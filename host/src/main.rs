@@ -249,7 +249,16 @@ async fn run(cli: Cli) -> Result<u8> {
                 s.set(key, value).map_err(UsageError)?;
                 s.save(&dir)?;
             }
-            emit(&serde_json::to_string_pretty(&s)?);
+            // What confines commands on this machine (shown, not saved).
+            let mut shown = serde_json::to_value(&s)?;
+            shown["process_confinement"] = serde_json::json!({
+                "landlock": match cheng_host::process::sandbox::abi_version() {
+                    Some(v) => format!("available (ABI {v})"),
+                    None => "unavailable: commands run without filesystem confinement".to_string(),
+                },
+                "containment": cheng_host::process::contain::detect().to_string(),
+            });
+            emit(&serde_json::to_string_pretty(&shown)?);
             return Ok(0);
         }
         _ => {}

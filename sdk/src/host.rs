@@ -94,6 +94,8 @@ pub struct Outcome {
     pub termination: Termination,
     /// Wall-clock milliseconds.
     pub duration_ms: u64,
+    /// The budget it ran with.
+    pub timeout_ms: u64,
     /// Captured stdout (head and tail when cut).
     pub stdout: String,
     /// Whether stdout was cut.
@@ -102,6 +104,10 @@ pub struct Outcome {
     pub stderr: String,
     /// Whether stderr was cut.
     pub stderr_truncated: bool,
+    /// The signal that ended it, when signalled.
+    pub signal: Option<i32>,
+    /// Why it could not start, when `termination` is `SpawnFailed`.
+    pub error: Option<String>,
 }
 
 /// Ask the host to run a command (policy, approval, confinement and caps are the host's).
@@ -128,10 +134,13 @@ pub fn run_process(cmd: &Command) -> Result<Outcome, Failure> {
             process::Termination::SpawnFailed => Termination::SpawnFailed,
         },
         duration_ms: out.duration_ms,
+        timeout_ms: out.timeout_ms,
         stdout: out.stdout,
         stdout_truncated: out.stdout_truncated,
         stderr: out.stderr,
         stderr_truncated: out.stderr_truncated,
+        signal: out.signal,
+        error: out.error,
     })
 }
 

@@ -26,3 +26,5 @@ mod walk_equivalence;
 mod plugins;
 // The README's plugin walkthrough, verbatim.
 mod examples;
+// workspace_shell and process spawning: real processes, every termination, the attacks.
+mod shell;

@@ -91,6 +91,10 @@ pub struct Config {
     /// The audit log.
     #[serde(default)]
     pub records: RecordsConfig,
+    /// Process spawning (`[process]`): shell strings, whitelist, rules, environment,
+    /// output caps, Landlock.
+    #[serde(default)]
+    pub process: crate::process::ProcessConfig,
     /// Limits per run.
     #[serde(default)]
     pub runs: RunsConfig,
@@ -282,6 +286,9 @@ impl Config {
         })?;
         cfg.source = source;
         cfg.policy()?;
+        if let Err(message) = cfg.process.validate() {
+            return Err(ConfigError { path: origin.to_string(), message });
+        }
         for name in cfg.tools.keys() {
             cfg.tool_limits(name)?;
         }

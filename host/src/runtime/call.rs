@@ -147,6 +147,9 @@ pub async fn describe(
         guard: None,
         mounts: Vec::new(),
         run_state: crate::runstate::RunStateStore::new(None).scope("describe", name),
+        spawner: Arc::new(crate::process::Spawner::new(Default::default())),
+        cancel: Default::default(),
+        processes: Default::default(),
     });
     let mut store = new_store(engine, wasi, memory, cpu, info);
     let r = async {

@@ -43,6 +43,12 @@ pub struct CallInfo {
     pub mounts: Vec<crate::grant::Mount>,
     /// Per-run state.
     pub run_state: RunState,
+    /// Starts processes for the `process` import.
+    pub spawner: Arc<crate::process::Spawner>,
+    /// The call's cancellation token (a command in flight is stopped when it fires).
+    pub cancel: tokio_util::sync::CancellationToken,
+    /// Commands in flight for this call.
+    pub processes: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// Guest computing time: wall time since the call started, minus time spent waiting in
