@@ -255,9 +255,9 @@ impl Tree {
         }
     }
 
-    /// Whether the tree has been stopped.
-    pub fn finished(&self) -> bool {
-        self.finished
+    /// Record that the tree is known to be empty (nothing to stop on drop).
+    pub fn mark_empty(&mut self) {
+        self.finished = true;
     }
 }
 

@@ -670,7 +670,11 @@ impl Spawner {
                 match tokio::time::timeout(Duration::from_millis(50), both).await {
                     Ok((Ok(o), Ok(e))) => {
                         captured = Some((o.finish(), e.finish()));
-                        !tree.members().is_empty()
+                        let left = !tree.members().is_empty();
+                        if !left {
+                            tree.mark_empty();
+                        }
+                        left
                     }
                     _ => true,
                 }
