@@ -562,3 +562,15 @@ fn cli_refuses_without_a_terminal_and_prompts_on_one() {
     assert!(screen.contains("\"termination\": \"exited\""), "{screen}");
     assert!(screen.contains("inside.txt"), "{screen}");
 }
+
+#[test]
+fn settings_report_what_confines_commands() {
+    let state = tempfile::tempdir().unwrap();
+    let ws = util::workspace();
+    let o = util::cheng_in(ws.path(), state.path()).arg("settings").output().unwrap();
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let landlock = v["process_confinement"]["landlock"].as_str().unwrap();
+    let expected = if cheng_host::process::sandbox::abi_version().is_some() { "available" } else { "unavailable" };
+    assert!(landlock.starts_with(expected), "{v}");
+    assert!(v["process_confinement"]["containment"].as_str().unwrap().len() > 5, "{v}");
+}
