@@ -28,3 +28,7 @@ mod plugins;
 mod examples;
 // workspace_shell and process spawning: real processes, every termination, the attacks.
 mod shell;
+// Test-runner output parsers on recorded real output.
+mod test_report;
+// workspace_tests: detect per ecosystem, live runs of small projects.
+mod workspace_tests;
