@@ -32,3 +32,5 @@ mod shell;
 mod test_report;
 // workspace_tests: detect per ecosystem, live runs of small projects.
 mod workspace_tests;
+// workspace_markdown and workspace_preview on real documents, XSS corpus, metadata.
+mod markdown_preview;

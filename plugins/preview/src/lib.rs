@@ -1,0 +1,517 @@
+//! The `preview` component: `workspace_preview`, read-only and bounded.
+//!
+//! - `markdown`: Markdown (tables, task lists, footnotes, strikethrough) to HTML with
+//!   pulldown-cmark, then sanitized with ammonia: no scripts, no event handlers, no
+//!   `javascript:` or other unsafe URL schemes, raw HTML reduced to an allow-list.
+//! - `html`: an HTML document to a text summary (title, headings, links, text), parsed
+//!   with html5ever through scraper; scripts, styles and templates dropped, entities
+//!   decoded.
+//! - `artifact_summary`: metadata for any file — size, kind sniffed from its first
+//!   bytes, line count for text, image dimensions (PNG, JPEG, GIF, WebP, SVG), PDF page
+//!   count (files up to 32 MiB), SHA-256.
+//!
+//! `path` wins over `content`. The preview is cut to `max_bytes` keeping its head and
+//! tail.
+
+use std::io::Read;
+
+use cheng_sdk::host;
+use cheng_sdk::prelude::*;
+use sha2::{Digest, Sha256};
+
+/// Default and largest preview.
+pub const MAX_PREVIEW_BYTES: usize = 524_288;
+/// Largest source rendered by `markdown` and `html`.
+pub const MAX_SOURCE_BYTES: u64 = 16 << 20;
+/// Largest PDF whose pages are counted.
+const MAX_PDF_SCAN: u64 = 32 << 20;
+
+#[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Operation {
+    /// Markdown to sanitized HTML.
+    Markdown,
+    /// HTML to a text summary.
+    Html,
+    /// File metadata.
+    ArtifactSummary,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PreviewInput {
+    /// markdown, html or artifact_summary.
+    operation: Operation,
+    /// A workspace file (relative to the root); wins over `content`.
+    #[serde(default)]
+    path: Option<String>,
+    /// Inline source when no file is involved.
+    #[serde(default)]
+    content: Option<String>,
+    /// Preview size cap in bytes (default and maximum 524288).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 524288))]
+    max_bytes: Option<u64>,
+}
+
+#[derive(Serialize, JsonSchema, Default)]
+pub struct PreviewOutput {
+    /// The operation.
+    operation: String,
+    /// True when a preview was made.
+    success: bool,
+    /// One sentence.
+    summary: String,
+    /// html, text or metadata.
+    format: String,
+    /// The preview (bounded).
+    preview: String,
+    /// True when the preview was cut (head and tail kept).
+    preview_truncated: bool,
+    /// Size of the source in bytes.
+    source_bytes: u64,
+    /// The file, when the source was one.
+    source_path: Option<String>,
+    /// artifact_summary: the metadata as an object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<serde_json::Value>,
+    /// Never set on success.
+    error_kind: Option<String>,
+    /// False on success.
+    terminal: bool,
+    /// Never set on success.
+    error: Option<String>,
+}
+
+pub struct WorkspacePreview;
+impl Tool for WorkspacePreview {
+    const NAME: &'static str = "workspace_preview";
+    const DESCRIPTION: &'static str = "Preview a file or inline content without changing anything: markdown renders \
+        Markdown to sanitized HTML; html turns an HTML page into a text summary (title, headings, links, text); \
+        artifact_summary describes any file (size, kind, lines, image size, PDF pages, sha256). `path` wins over \
+        `content`; the preview is capped by max_bytes (default and max 524288), keeping head and tail.";
+    const NEEDS: Needs = Needs::READ;
+    type Input = PreviewInput;
+    type Output = PreviewOutput;
+
+    fn run(input: PreviewInput, cx: &Context) -> Result<PreviewOutput, Failure> {
+        let max = match input.max_bytes {
+            None => MAX_PREVIEW_BYTES,
+            Some(n) if (1..=MAX_PREVIEW_BYTES as u64).contains(&n) => n as usize,
+            Some(n) => return Err(Failure::invalid_argument(format!("max_bytes {n} is out of range: use 1 to {MAX_PREVIEW_BYTES}"))),
+        };
+        let op_name = match input.operation {
+            Operation::Markdown => "markdown",
+            Operation::Html => "html",
+            Operation::ArtifactSummary => "artifact_summary",
+        };
+        let mut out = PreviewOutput { operation: op_name.into(), success: true, ..Default::default() };
+        if input.operation == Operation::ArtifactSummary {
+            let meta = match &input.path {
+                Some(p) => {
+                    let r = cx.resolve(p)?;
+                    out.source_path = Some(r.rel.clone());
+                    file_metadata(&r.path, &r.rel)?
+                }
+                None => {
+                    let c = input.content.as_deref().ok_or_else(|| Failure::invalid_argument("give `path` (a workspace file) or `content`"))?;
+                    bytes_metadata(c.as_bytes())
+                }
+            };
+            out.source_bytes = meta["size"].as_u64().unwrap_or(0);
+            out.format = "metadata".into();
+            out.summary = format!(
+                "{}: {} bytes, {}{}",
+                out.source_path.as_deref().unwrap_or("content"),
+                out.source_bytes,
+                meta["kind"].as_str().unwrap_or("unknown"),
+                match (meta.get("width"), meta.get("height")) {
+                    (Some(w), Some(h)) => format!(", {w}×{h}"),
+                    _ => String::new(),
+                }
+            );
+            let (p, t) = bound(&serde_json::to_string_pretty(&meta).unwrap_or_default(), max, false);
+            out.preview = p;
+            out.preview_truncated = t;
+            out.metadata = Some(meta);
+            return Ok(out);
+        }
+        let source: String = match &input.path {
+            Some(p) => {
+                let r = cx.resolve(p)?;
+                let bytes = host::read_file(&r.rel, MAX_SOURCE_BYTES)?;
+                if bytes.iter().take(8192).any(|b| *b == 0) {
+                    return Err(Failure::new(ErrorKind::BinaryFile, format!("\"{p}\" is a binary file; use operation artifact_summary to describe it")));
+                }
+                out.source_path = Some(r.rel);
+                String::from_utf8_lossy(&bytes).into_owned()
+            }
+            None => input.content.clone().ok_or_else(|| Failure::invalid_argument("give `path` (a workspace file) or `content`"))?,
+        };
+        out.source_bytes = source.len() as u64;
+        match input.operation {
+            Operation::Markdown => {
+                let html = render_markdown(&source);
+                let (p, t) = bound(&html, max, true);
+                out.summary = format!("Rendered {} bytes of Markdown to {} bytes of sanitized HTML{}", source.len(), html.len(), if t { " (cut: head and tail kept)" } else { "" });
+                out.format = "html".into();
+                out.preview = p;
+                out.preview_truncated = t;
+            }
+            Operation::Html => {
+                let s = summarize_html(&source);
+                let text = s.render();
+                let (p, t) = bound(&text, max, false);
+                out.summary = format!(
+                    "{}: {} headings, {} links, {} characters of text",
+                    s.title.as_deref().map(|t| format!("\"{t}\"")).unwrap_or_else(|| "An untitled page".into()),
+                    s.headings.len(),
+                    s.links.len(),
+                    s.text.chars().count()
+                );
+                out.format = "text".into();
+                out.preview = p;
+                out.preview_truncated = t;
+            }
+            Operation::ArtifactSummary => unreachable!("handled above"),
+        }
+        Ok(out)
+    }
+}
+
+cheng_sdk::export_tools!(WorkspacePreview);
+
+/// Markdown to sanitized HTML.
+pub fn render_markdown(src: &str) -> String {
+    use pulldown_cmark::{html, Options, Parser};
+    let opts = Options::ENABLE_TABLES | Options::ENABLE_FOOTNOTES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    let mut raw = String::with_capacity(src.len() * 3 / 2);
+    html::push_html(&mut raw, Parser::new_ext(src, opts));
+    let mut b = ammonia::Builder::default();
+    b.add_tags(["input"])
+        .add_tag_attribute_values("input", "type", ["checkbox"])
+        .add_tag_attributes("input", ["checked", "disabled"])
+        .add_tag_attributes("sup", ["class"])
+        .add_tag_attributes("div", ["class"])
+        .add_generic_attributes(["id"])
+        .id_prefix(Some("user-content-"));
+    b.clean(&raw).to_string()
+}
+
+/// Cut `s` to at most `max` bytes keeping head and tail, with a marker between them.
+/// For HTML the cuts move to tag boundaries so no tag is split.
+fn bound(s: &str, max: usize, html: bool) -> (String, bool) {
+    if s.len() <= max {
+        return (s.to_string(), false);
+    }
+    let marker_room = 64.min(max / 2);
+    let half = (max - marker_room) / 2;
+    let mut head_end = floor_char(s, half);
+    let mut tail_start = ceil_char(s, s.len() - half);
+    if html {
+        if let Some(i) = s[..head_end].rfind('>') {
+            head_end = i + 1;
+        }
+        if let Some(i) = s[tail_start..].find('<') {
+            tail_start += i;
+        }
+    }
+    let omitted = tail_start - head_end;
+    let marker = if html { format!("\n<p>[… {omitted} bytes omitted …]</p>\n") } else { format!("\n[… {omitted} bytes omitted …]\n") };
+    (format!("{}{marker}{}", &s[..head_end], &s[tail_start..]), true)
+}
+
+fn floor_char(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_char(s: &str, mut i: usize) -> usize {
+    while i < s.len() && !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+/// What an HTML page says.
+#[derive(Default)]
+pub struct HtmlSummary {
+    title: Option<String>,
+    headings: Vec<(u8, String)>,
+    links: Vec<(String, String)>,
+    text: String,
+}
+
+impl HtmlSummary {
+    fn render(&self) -> String {
+        let mut s = String::new();
+        if let Some(t) = &self.title {
+            s.push_str(&format!("Title: {t}\n\n"));
+        }
+        if !self.headings.is_empty() {
+            s.push_str("Headings:\n");
+            for (l, h) in &self.headings {
+                s.push_str(&format!("{} {h}\n", "#".repeat(*l as usize)));
+            }
+            s.push('\n');
+        }
+        if !self.links.is_empty() {
+            s.push_str("Links:\n");
+            for (text, href) in &self.links {
+                s.push_str(&format!("- {text} <{href}>\n"));
+            }
+            s.push('\n');
+        }
+        s.push_str("Text:\n");
+        s.push_str(&self.text);
+        s
+    }
+}
+
+fn squash(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Summarize an HTML document.
+pub fn summarize_html(src: &str) -> HtmlSummary {
+    use scraper::{Html, Node};
+    const SKIP: &[&str] = &["script", "style", "noscript", "template", "head", "svg", "iframe", "object"];
+    const BLOCK: &[&str] = &[
+        "p", "div", "br", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "table", "section", "article", "header",
+        "footer", "nav", "main", "blockquote", "pre", "hr", "dt", "dd", "figure", "figcaption", "form", "aside",
+    ];
+    let doc = Html::parse_document(src);
+    let mut s = HtmlSummary::default();
+    let text_of = |n: scraper::ElementRef<'_>| squash(&n.text().collect::<String>());
+    for node in doc.tree.root().descendants() {
+        let Some(el) = scraper::ElementRef::wrap(node) else { continue };
+        let name = el.value().name();
+        if name == "title" && s.title.is_none() {
+            let t = text_of(el);
+            if !t.is_empty() {
+                s.title = Some(t);
+            }
+        }
+        if let Some(l) = name.strip_prefix('h').and_then(|d| d.parse::<u8>().ok()).filter(|l| (1..=6).contains(l)) {
+            let t = text_of(el);
+            if !t.is_empty() {
+                s.headings.push((l, t));
+            }
+        }
+        if name == "a" {
+            if let Some(href) = el.value().attr("href") {
+                s.links.push((text_of(el), href.to_string()));
+            }
+        }
+    }
+    // Body text, with line breaks at block boundaries.
+    let mut text = String::new();
+    let mut line = String::new();
+    for edge in doc.tree.root().traverse() {
+        match edge {
+            ego_tree::iter::Edge::Open(n) => {
+                if let Node::Text(t) = n.value() {
+                    let hidden = n.ancestors().any(|a| a.value().as_element().is_some_and(|e| SKIP.contains(&e.name())));
+                    if !hidden {
+                        line.push_str(t);
+                        line.push(' ');
+                    }
+                }
+            }
+            ego_tree::iter::Edge::Close(n) => {
+                if n.value().as_element().is_some_and(|e| BLOCK.contains(&e.name())) {
+                    let l = squash(&line);
+                    if !l.is_empty() {
+                        text.push_str(&l);
+                        text.push('\n');
+                    }
+                    line.clear();
+                }
+            }
+        }
+    }
+    let l = squash(&line);
+    if !l.is_empty() {
+        text.push_str(&l);
+        text.push('\n');
+    }
+    s.text = text;
+    s
+}
+
+/// The kind of a file from its first bytes (and its name, for text).
+fn sniff(head: &[u8], name: &str) -> &'static str {
+    let starts = |m: &[u8]| head.starts_with(m);
+    if starts(b"\x89PNG\r\n\x1a\n") {
+        "image/png"
+    } else if starts(&[0xFF, 0xD8, 0xFF]) {
+        "image/jpeg"
+    } else if starts(b"GIF87a") || starts(b"GIF89a") {
+        "image/gif"
+    } else if head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WEBP" {
+        "image/webp"
+    } else if starts(b"%PDF-") {
+        "application/pdf"
+    } else if starts(b"PK\x03\x04") {
+        "application/zip"
+    } else if starts(&[0x1F, 0x8B]) {
+        "application/gzip"
+    } else if starts(b"\0asm") {
+        "application/wasm"
+    } else if starts(b"\x7fELF") {
+        "application/x-elf"
+    } else if head.iter().take(8192).any(|b| *b == 0) {
+        "application/octet-stream"
+    } else {
+        let text = String::from_utf8_lossy(&head[..head.len().min(4096)]);
+        let t = text.trim_start();
+        if t.starts_with("<svg") || (t.starts_with("<?xml") && text.contains("<svg")) {
+            "image/svg+xml"
+        } else if t.starts_with("<!DOCTYPE html") || t.starts_with("<!doctype html") || t.starts_with("<html") {
+            "text/html"
+        } else {
+            let ext = name.rsplit_once('.').map(|x| x.1.to_ascii_lowercase()).unwrap_or_default();
+            match ext.as_str() {
+                "md" | "markdown" => "text/markdown",
+                "json" => "application/json",
+                "toml" => "application/toml",
+                "yaml" | "yml" => "application/yaml",
+                "html" | "htm" => "text/html",
+                "csv" => "text/csv",
+                "rs" | "py" | "js" | "ts" | "go" | "java" | "c" | "h" | "cpp" | "sh" => "text/x-source",
+                _ => "text/plain",
+            }
+        }
+    }
+}
+
+/// Width and height from an SVG's root element (`width`/`height`, else `viewBox`).
+fn svg_size(text: &str) -> Option<(f64, f64)> {
+    let start = text.find("<svg")?;
+    let tag = &text[start..start + text[start..].find('>')?];
+    let attr = |name: &str| -> Option<String> {
+        let key = format!(" {name}=");
+        let i = tag.find(&key)? + key.len();
+        let q = tag[i..].chars().next()?;
+        let rest = &tag[i + 1..];
+        Some(rest[..rest.find(q)?].to_string())
+    };
+    let num = |v: String| v.trim_end_matches("px").trim().parse::<f64>().ok();
+    if let (Some(w), Some(h)) = (attr("width").and_then(num), attr("height").and_then(num)) {
+        return Some((w, h));
+    }
+    let vb = attr("viewBox")?;
+    let parts: Vec<f64> = vb.split(|c: char| c == ' ' || c == ',').filter(|p| !p.is_empty()).filter_map(|p| p.parse().ok()).collect();
+    (parts.len() == 4).then(|| (parts[2], parts[3]))
+}
+
+/// Pages of a PDF, counted from its `/Type /Page` objects.
+fn pdf_pages(bytes: &[u8]) -> u64 {
+    let mut n = 0;
+    let mut i = 0;
+    while let Some(pos) = find(&bytes[i..], b"/Type") {
+        let mut j = i + pos + 5;
+        while j < bytes.len() && (bytes[j] == b' ' || bytes[j] == b'\n' || bytes[j] == b'\r') {
+            j += 1;
+        }
+        if bytes[j..].starts_with(b"/Page") && !bytes[j..].starts_with(b"/Pages") {
+            n += 1;
+        }
+        i = j;
+    }
+    n
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn describe(meta: &mut serde_json::Value, head: &[u8], kind: &str) {
+    if kind.starts_with("image/") && kind != "image/svg+xml" {
+        if let Ok(sz) = imagesize::blob_size(head) {
+            meta["width"] = sz.width.into();
+            meta["height"] = sz.height.into();
+        }
+    }
+    if kind == "image/svg+xml" {
+        if let Some((w, h)) = svg_size(&String::from_utf8_lossy(head)) {
+            meta["width"] = w.into();
+            meta["height"] = h.into();
+        }
+    }
+}
+
+fn bytes_metadata(bytes: &[u8]) -> serde_json::Value {
+    let kind = sniff(bytes, "");
+    let mut meta = serde_json::json!({
+        "size": bytes.len(),
+        "kind": kind,
+        "sha256": hex(&Sha256::digest(bytes)),
+    });
+    if !bytes.iter().take(8192).any(|b| *b == 0) {
+        meta["line_count"] = count_lines(bytes, true).into();
+    }
+    describe(&mut meta, &bytes[..bytes.len().min(256 * 1024)], kind);
+    if kind == "application/pdf" {
+        meta["page_count"] = pdf_pages(bytes).into();
+    }
+    meta
+}
+
+fn count_lines(bytes: &[u8], last: bool) -> u64 {
+    let n = bytes.iter().filter(|b| **b == b'\n').count() as u64;
+    n + u64::from(last && !bytes.is_empty() && !bytes.ends_with(b"\n"))
+}
+
+fn hex(d: &[u8]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Metadata of a workspace file, streamed (any size).
+fn file_metadata(guest: &std::path::Path, rel: &str) -> Result<serde_json::Value, Failure> {
+    let io = |e: std::io::Error| Failure::new(ErrorKind::Io, format!("cannot read \"{rel}\": {e}"));
+    let md = std::fs::metadata(guest).map_err(io)?;
+    if md.is_dir() {
+        return Err(Failure::invalid_argument(format!("\"{rel}\" is a directory; use list_dir to see what it holds")));
+    }
+    let mut f = std::fs::File::open(guest).map_err(io)?;
+    let mut head = Vec::new();
+    (&mut f).take(256 * 1024).read_to_end(&mut head).map_err(io)?;
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    let kind = sniff(&head, name);
+    let text = !head.iter().take(8192).any(|b| *b == 0);
+    let mut hasher = Sha256::new();
+    hasher.update(&head);
+    let mut lines = count_lines(&head, false);
+    let mut last = head.last().copied();
+    let mut pdf = if kind == "application/pdf" && md.len() <= MAX_PDF_SCAN { Some(head.clone()) } else { None };
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = f.read(&mut buf).map_err(io)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        lines += count_lines(&buf[..n], false);
+        last = Some(buf[n - 1]);
+        if let Some(p) = pdf.as_mut() {
+            p.extend_from_slice(&buf[..n]);
+        }
+    }
+    let mut meta = serde_json::json!({
+        "path": rel,
+        "size": md.len(),
+        "kind": kind,
+        "sha256": hex(&hasher.finalize()),
+    });
+    if text {
+        meta["line_count"] = (lines + u64::from(last.is_some_and(|b| b != b'\n'))).into();
+    }
+    describe(&mut meta, &head, kind);
+    if let Some(p) = pdf {
+        meta["page_count"] = pdf_pages(&p).into();
+    }
+    Ok(meta)
+}
