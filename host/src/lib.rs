@@ -1,7 +1,7 @@
 //! Cheng: a WebAssembly-component tool host for AI agents.
 //!
-//! Every tool is a WASI component. A [`Host`] loads the built-in components (and, later,
-//! vetted third-party ones), and runs each call in a fresh sandbox that holds only what
+//! Every tool is a WASI component. A [`Host`] loads the built-in components and vetted
+//! third-party ones, and runs each call in a fresh sandbox that holds only what
 //! the tool's grant allows: the workspace preopened read-only or read-write, or nothing.
 //! Policy (roles and the tools they grant), approvals and limits are the host's.
 //!
@@ -16,6 +16,49 @@
 //! let result = host.call(&cx, "read_file", serde_json::json!({"path": "README.md"})).await;
 //! assert_eq!(result.status, Status::Ok);
 //! println!("{}", result.output["content"]);
+//! # Ok(()) }
+//! ```
+//!
+//! Two roles, a custom approver, a third-party plugin, and calls that are ok, denied,
+//! and approved or declined (the program in `examples/embed` does the same):
+//!
+//! ```no_run
+//! use std::{future::Future, pin::Pin, sync::Arc};
+//! use cheng_host::approvals::{ApprovalRequest, Approver, Decision};
+//! use cheng_host::{grant::Grant, policy::Config, Context, HostBuilder, PluginSpec, Status};
+//! use serde_json::json;
+//!
+//! struct OnlyLs;
+//! impl Approver for OnlyLs {
+//!     fn decide<'a>(&'a self, req: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+//!         Box::pin(async move { if req.summary.starts_with("ls") { Decision::Approved } else { Decision::Declined } })
+//!     }
+//! }
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = Config::from_toml_str(r#"
+//!     [roles.reader]
+//!     tools = ["read_file", "hello__hello"]
+//!     [roles.builder]
+//!     inherits = "reader"
+//!     tools = ["workspace_shell"]
+//! "#, "embedded")?;
+//! let wasm = std::fs::read("hello_tool.wasm")?;
+//! let mut b = HostBuilder::new();
+//! b.config(config).approver(Arc::new(OnlyLs));
+//! b.plugin(PluginSpec { id: "hello".into(), wasm, origin: "hello_tool.wasm".into(), grant: Grant::none() });
+//! let host = b.build().await?;
+//!
+//! let reader = Context::new("/path/to/project").role("reader");
+//! let builder = Context::new("/path/to/project").role("builder");
+//! let ok = host.call(&reader, "hello__hello", json!({"name": "Ada"})).await;
+//! assert_eq!(ok.output["greeting"], "Hello, Ada!");
+//! let denied = host.call(&reader, "workspace_shell", json!({"command": "ls"})).await;
+//! assert_eq!(denied.status, Status::Denied);
+//! let approved = host.call(&builder, "workspace_shell", json!({"command": "ls"})).await;
+//! assert_eq!(approved.output["termination"], "exited");
+//! let declined = host.call(&builder, "workspace_shell", json!({"command": "rm", "args": ["-r", "src"]})).await;
+//! assert_eq!(declined.error_kind, Some(cheng_host::ErrorKind::ApprovalDenied));
 //! # Ok(()) }
 //! ```
 //!

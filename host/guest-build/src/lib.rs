@@ -177,8 +177,8 @@ pub fn guest_target_dir() -> PathBuf {
     out.join("guests")
 }
 
-/// Remove what the outer cargo set for the host build.
-fn clean_env(cmd: &mut Command) {
+/// Remove what the outer cargo set for the host build (for a nested `cargo` run).
+pub fn clean_env(cmd: &mut Command) {
     for (key, _) in env::vars_os() {
         let Some(key) = key.to_str() else { continue };
         let outer = (key.starts_with("CARGO") && key != "CARGO_HOME")
