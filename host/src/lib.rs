@@ -922,6 +922,16 @@ fn refused_imports(component: &wasmtime::component::Component, engine: &wasmtime
         .collect()
 }
 
+/// Network imports (`wasi:sockets/*`, `wasi:http/*`) a component asks for.
+fn network_imports(component: &wasmtime::component::Component, engine: &wasmtime::Engine) -> Vec<String> {
+    component
+        .component_type()
+        .imports(engine)
+        .map(|(name, _)| name.to_string())
+        .filter(|name| name.starts_with("wasi:sockets/") || name.starts_with("wasi:http/"))
+        .collect()
+}
+
 /// What a component file holds, as `cheng plugin inspect` shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Inspection {
@@ -984,6 +994,17 @@ async fn load_plugin(
         return Err(format!(
             "plugin \"{id}\" ({origin}) imports {}, beyond the tool world and WASI; refusing to load it",
             refused.join(", ")
+        ));
+    }
+    // No plugin holds a network grant (the web tools that would broker it do not exist),
+    // so a component that imports sockets or HTTP is refused now, by name, rather than
+    // loaded to have every socket call fail at run time.
+    let network = network_imports(pre.instance_pre().component(), engine);
+    if !network.is_empty() {
+        return Err(format!(
+            "plugin \"{id}\" ({origin}) imports {}, but plugins get no network access; refusing to load it \
+             (build it without networking, or leave it out)",
+            network.join(", ")
         ));
     }
     for t in &c.tools {

@@ -163,3 +163,63 @@ async fn wordcount_reads_only_its_granted_folder_and_the_log_shows_it() {
     let kinds: Vec<Option<&str>> = recs.iter().map(|r| r.error_kind.as_deref()).collect();
     assert_eq!(kinds, [None, Some("LOCAL_EXECUTOR_NOT_GRANTED"), Some("LOCAL_EXECUTOR_NOT_GRANTED"), Some("LOCAL_EXECUTOR_NOT_GRANTED")]);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_grant_cannot_link_in_or_symlink_out_and_the_log_shows_it() {
+    use cheng_host::grant::{FsGrant, Grant};
+    let ws = util::workspace();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "TOPSECRET").unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let mut b = HostBuilder::new();
+    b.config(Config::from_toml_str("[roles.t]\ntools = [\"w__probe\", \"read_file\", \"write_file\"]\n", "t.toml").unwrap());
+    b.state_dir(state.path()).cache_dir(util::shared_state().join("cache"));
+    let grant = Grant { fs: FsGrant::Scoped { read: vec![], write: vec!["out".into()] }, spawn: false, memory_mb: None, cpu_ms: None };
+    b.plugin(util::plugin("w", "hostile", grant));
+    let h = b.build().await.unwrap();
+    let cx = Context::new(ws.path()).role("t").run("links");
+    let probe = |input: Value| {
+        let (h, cx) = (&h, &cx);
+        async move { h.call(cx, "w__probe", input).await }
+    };
+    let secret = outside.path().join("secret.txt");
+    // Hard links: from a workspace file outside the grant, and from a host path, into out/.
+    for from in ["/workspace/inside.txt", secret.to_str().unwrap()] {
+        let r = probe(json!({"action": "hardlink", "target": from, "to": "/workspace/out/linked"})).await;
+        assert_eq!(r.status, Status::Error, "{from}: {}", r.output);
+        assert!(!ws.path().join("out/linked").exists());
+    }
+    // Control: a hard link inside the grant works.
+    std::fs::write(ws.path().join("out/mine.txt"), "mine").unwrap();
+    let r = probe(json!({"action": "hardlink", "target": "/workspace/out/mine.txt", "to": "/workspace/out/mine2.txt"})).await;
+    assert_eq!(r.status, Status::Ok, "{}", r.output);
+    // A symlink the component makes, pointing out of the workspace.
+    let rel_out = format!("../../../../../../../..{}", secret.display());
+    let r = probe(json!({"action": "symlink", "target": "/workspace/out/evil", "to": rel_out})).await;
+    assert_eq!(r.status, Status::Ok, "{}", r.output);
+    // Control: the link exists on disk and points at the secret.
+    assert_eq!(std::fs::read_to_string(ws.path().join("out/evil")).unwrap(), "TOPSECRET");
+    // Nothing in Cheng follows it: the component itself through WASI, the host's read
+    // for the component, the built-in reader, and the built-in writer.
+    let r = probe(json!({"action": "read", "target": "/workspace/out/evil"})).await;
+    assert_eq!(r.status, Status::Error, "{}", r.output);
+    let r = probe(json!({"action": "host_read", "target": "out/evil"})).await;
+    assert_eq!(r.status, Status::Error, "{}", r.output);
+    let r = h.call(&cx, "read_file", json!({"path": "out/evil"})).await;
+    assert_eq!(r.error_kind, Some(cheng_host::ErrorKind::PathRefused), "{}", r.output);
+    let r = h.call(&cx, "write_file", json!({"path": "out/evil", "content": "pwned"})).await;
+    assert_eq!(r.error_kind, Some(cheng_host::ErrorKind::PathRefused), "{}", r.output);
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "TOPSECRET");
+    for r in [&r] {
+        assert!(!r.output.to_string().contains("TOPSECRET"));
+    }
+    // The audit log holds every one of these calls with its outcome.
+    drop(h);
+    let recs = cheng_host::records::read_log(&state.path().join("audit.jsonl"), &Default::default()).unwrap();
+    let summary: Vec<(String, String)> = recs.iter().map(|r| (r.tool.clone(), format!("{:?}", r.status))).collect();
+    assert_eq!(recs.len(), 8, "{summary:?}");
+    let failed = recs.iter().filter(|r| r.status != Status::Ok).count();
+    assert_eq!(failed, 6, "{summary:?}");
+    assert!(recs.iter().filter(|r| r.tool == "read_file" || r.tool == "write_file").all(|r| r.error_kind.as_deref() == Some("LOCAL_EXECUTOR_PATH_REFUSED")));
+    assert!(!std::fs::read_to_string(state.path().join("audit.jsonl")).unwrap().contains("TOPSECRET"));
+}

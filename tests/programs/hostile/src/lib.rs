@@ -57,18 +57,21 @@ fn act(input: Input, cx: &Context) -> Result<Output, Failure> {
             std::fs::write(&input.target, b"pwned").map_err(io)?;
             "written".into()
         }
+        "symlink" => {
+            // Create `target` as a symbolic link whose content is `to`, through the
+            // preopen that holds `target` (std has no stable symlink call on WASI).
+            let dirs = wasip2::filesystem::preopens::get_directories();
+            let (dir, rel) = dirs
+                .iter()
+                .filter_map(|(d, p)| input.target.strip_prefix(p.as_str()).map(|r| (d, r.trim_start_matches('/').to_string())))
+                .max_by_key(|(_, r)| usize::MAX - r.len())
+                .ok_or_else(|| Failure::new(ErrorKind::NotFound, format!("no preopen holds {}", input.target)))?;
+            dir.symlink_at(&input.to, &rel).map_err(|e| Failure::new(ErrorKind::Io, format!("{e:?}")).with_terminal(true))?;
+            "symlinked".into()
+        }
         "hardlink" => {
             std::fs::hard_link(&input.target, &input.to).map_err(io)?;
             "linked".into()
-        }
-        "tcp" => {
-            let s = std::net::TcpStream::connect(&input.target).map_err(io)?;
-            format!("connected to {:?}", s.peer_addr().ok())
-        }
-        "dns" => {
-            use std::net::ToSocketAddrs;
-            let addrs: Vec<_> = (input.target.as_str(), 80).to_socket_addrs().map_err(io)?.collect();
-            format!("resolved {addrs:?}")
         }
         "env" => {
             let vars: Vec<String> = std::env::vars().map(|(k, v)| format!("{k}={v}")).collect();
