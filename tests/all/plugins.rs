@@ -223,3 +223,34 @@ async fn a_write_grant_cannot_link_in_or_symlink_out_and_the_log_shows_it() {
     assert!(recs.iter().filter(|r| r.tool == "read_file" || r.tool == "write_file").all(|r| r.error_kind.as_deref() == Some("LOCAL_EXECUTOR_PATH_REFUSED")));
     assert!(!std::fs::read_to_string(state.path().join("audit.jsonl")).unwrap().contains("TOPSECRET"));
 }
+
+/// The WIT contract is language-neutral: a component written by hand in the
+/// WebAssembly text format (tests/programs/wat-echo/echo.wat), with no Rust, SDK or
+/// bindings generator, is inspected, loaded, granted and called like any other.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_component_written_in_wat_is_a_tool() {
+    let text = std::fs::read_to_string(util::repo().join("tests/programs/wat-echo/echo.wat")).unwrap();
+    let wasm = wat::parse_str(&text).expect("the WAT parses into a component");
+    let report = cheng_host::inspect(&wasm, "echo.wat").await.unwrap();
+    assert_eq!(report.tools.len(), 1);
+    assert_eq!(report.tools[0].name, "wat_echo");
+    assert!(report.imports.is_empty(), "{:?}", report.imports);
+    let h = util::host(
+        "[roles.t]\ntools = [\"wat__wat_echo\"]\n",
+        vec![cheng_host::PluginSpec { id: "wat".into(), wasm, origin: "echo.wat".into(), grant: cheng_host::grant::Grant::none() }],
+    )
+    .await;
+    assert!(h.load_errors().is_empty(), "{:?}", h.load_errors());
+    let ws = util::workspace();
+    let cx = Context::new(ws.path()).role("t");
+    let r = h.call(&cx, "wat__wat_echo", json!({"text": "héllo"})).await;
+    assert_eq!(r.status, Status::Ok, "{}", r.output);
+    assert_eq!(r.output, json!({"success": true, "echo": {"text": "héllo"}}));
+    // Its input schema is enforced by the host like any tool's.
+    let r = h.call(&cx, "wat__wat_echo", json!({"text": 5})).await;
+    assert_eq!(r.error_kind, Some(cheng_host::ErrorKind::InvalidArgument), "{}", r.output);
+    // A large input makes it grow its memory.
+    let big = "x".repeat(200_000);
+    let r = h.call(&cx, "wat__wat_echo", json!({"text": big})).await;
+    assert_eq!(r.output["echo"]["text"].as_str().map(str::len), Some(200_000));
+}
