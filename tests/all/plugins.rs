@@ -213,13 +213,26 @@ async fn a_write_grant_cannot_link_in_or_symlink_out_and_the_log_shows_it() {
     for r in [&r] {
         assert!(!r.output.to_string().contains("TOPSECRET"));
     }
+    // .git is never in a grant: a write there fails, through WASI and through the host.
+    std::fs::create_dir_all(ws.path().join(".git")).unwrap();
+    std::fs::write(ws.path().join(".git/config"), "[core]\n").unwrap();
+    let r = probe(json!({"action": "write", "target": "/workspace/.git/config"})).await;
+    assert_eq!(r.status, Status::Error, "{}", r.output);
+    let r = probe(json!({"action": "host_write", "target": ".git/config"})).await;
+    assert_eq!(r.error_kind, Some(cheng_host::ErrorKind::NotGranted), "{}", r.output);
+    assert_eq!(std::fs::read_to_string(ws.path().join(".git/config")).unwrap(), "[core]\n");
+    // No spawn grant: the process import refuses, and says so.
+    let r = probe(json!({"action": "spawn"})).await;
+    assert_eq!(r.error_kind, Some(cheng_host::ErrorKind::NotGranted), "{}", r.output);
     // The audit log holds every one of these calls with its outcome.
     drop(h);
     let recs = cheng_host::records::read_log(&state.path().join("audit.jsonl"), &Default::default()).unwrap();
     let summary: Vec<(String, String)> = recs.iter().map(|r| (r.tool.clone(), format!("{:?}", r.status))).collect();
-    assert_eq!(recs.len(), 8, "{summary:?}");
+    assert_eq!(recs.len(), 11, "{summary:?}");
     let failed = recs.iter().filter(|r| r.status != Status::Ok).count();
-    assert_eq!(failed, 6, "{summary:?}");
+    assert_eq!(failed, 9, "{summary:?}");
+    let last = recs.last().unwrap();
+    assert_eq!((last.status, last.error_kind.as_deref()), (Status::Denied, Some("LOCAL_EXECUTOR_NOT_GRANTED")), "the spawn refusal is a recorded denial");
     assert!(recs.iter().filter(|r| r.tool == "read_file" || r.tool == "write_file").all(|r| r.error_kind.as_deref() == Some("LOCAL_EXECUTOR_PATH_REFUSED")));
     assert!(!std::fs::read_to_string(state.path().join("audit.jsonl")).unwrap().contains("TOPSECRET"));
 }
