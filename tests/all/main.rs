@@ -34,3 +34,5 @@ mod test_report;
 mod workspace_tests;
 // workspace_markdown and workspace_preview on real documents, XSS corpus, metadata.
 mod markdown_preview;
+// workspace_git against the git CLI on repositories made here.
+mod git;

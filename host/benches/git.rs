@@ -1,0 +1,97 @@
+//! workspace_git against the git CLI on a repository of 2,000 files and 1,000 commits:
+//! `status` and `log` (100 commits), whole call (in-process `Host::call`, gix inside the
+//! guest) against the whole `git` process, interleaved in the same run.
+//!
+//! Run: `cargo bench --bench git` (add `-- --quick` for fewer iterations).
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cheng_host::policy::Config;
+use cheng_host::{Context, HostBuilder, Status};
+use serde_json::json;
+
+fn p50(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn git(dir: &Path) -> Command {
+    let mut c = Command::new("git");
+    c.current_dir(dir).env("GIT_CONFIG_NOSYSTEM", "1").env("HOME", dir);
+    c
+}
+
+/// 2,000 files over 40 directories in the first commit, then 999 commits each changing
+/// one file, written with `git fast-import`; then a checkout and a few edits.
+fn make_repo(dir: &Path) {
+    assert!(git(dir).args(["init", "-q", "-b", "main"]).status().unwrap().success());
+    let mut fi = git(dir).args(["fast-import", "--quiet"]).stdin(Stdio::piped()).spawn().unwrap();
+    let mut s = String::new();
+    let mut mark = 1;
+    for c in 0..1000 {
+        s.push_str(&format!("commit refs/heads/main\nmark :{}\ncommitter Ada <ada@example.com> {} +0000\ndata <<EOT\ncommit {c}\nEOT\n", 100_000 + c, 1_700_000_000 + c * 60));
+        if c > 0 {
+            s.push_str(&format!("from :{}\n", 100_000 + c - 1));
+        }
+        let files: Vec<usize> = if c == 0 { (0..2000).collect() } else { vec![c % 2000] };
+        for f in files {
+            let body = format!("file {f} version {c}\n{}\n", "x".repeat(200));
+            s.push_str(&format!("M 100644 inline d{}/f{}.txt\ndata {}\n{}\n", f % 40, f, body.len(), body));
+            mark += 1;
+        }
+    }
+    let _ = mark;
+    fi.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
+    assert!(fi.wait().unwrap().success());
+    assert!(git(dir).args(["checkout", "-q", "-f", "main"]).status().unwrap().success());
+    for f in [3, 700, 1999] {
+        std::fs::write(dir.join(format!("d{}/f{f}.txt", f % 40)), "edited\n").unwrap();
+    }
+    std::fs::write(dir.join("untracked.txt"), "new\n").unwrap();
+}
+
+#[tokio::main]
+async fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let n = if quick { 5 } else { 20 };
+    let ws = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let t = Instant::now();
+    make_repo(ws.path());
+    println!("repository: 2,000 files, 1,000 commits (made in {:.1} s)", t.elapsed().as_secs_f64());
+    let mut b = HostBuilder::new();
+    b.config(Config::from_toml_str("", "bench.toml").unwrap()).state_dir(state.path());
+    let host = b.build().await.unwrap();
+    let cx = Context::new(ws.path()).role("recon");
+    let cases: [(&str, serde_json::Value, Vec<&str>); 2] = [
+        ("status", json!({"operation": "status"}), vec!["status", "--porcelain=v1", "-uall"]),
+        ("log (100 commits)", json!({"operation": "log", "max_count": 100}), vec!["log", "-n", "100"]),
+    ];
+    for (name, input, args) in cases {
+        // Warm both (the component compile, git's and the OS's caches).
+        let r = host.call(&cx, "workspace_git", input.clone()).await;
+        assert_eq!(r.status, Status::Ok, "{}", r.output);
+        let theirs = git(ws.path()).args(&args).output().unwrap().stdout;
+        assert_eq!(r.output["stdout"].as_str().unwrap().as_bytes(), &theirs[..], "{name}: same output as git");
+        let (mut a, mut g) = (Vec::new(), Vec::new());
+        for _ in 0..n {
+            let t = Instant::now();
+            let r = host.call(&cx, "workspace_git", input.clone()).await;
+            a.push(t.elapsed());
+            assert_eq!(r.status, Status::Ok);
+            let t = Instant::now();
+            let o = git(ws.path()).args(&args).output().unwrap();
+            g.push(t.elapsed());
+            assert!(o.status.success());
+        }
+        let (a, g) = (p50(a), p50(g));
+        println!("{name}: workspace_git p50 {:.2} ms; git p50 {:.2} ms; ratio {:.2}x", ms(a), ms(g), ms(a) / ms(g));
+    }
+}

@@ -1,0 +1,683 @@
+//! The `git` component: `workspace_git`, read-only git inspection with gix running
+//! inside the sandbox. The workspace is mounted read-only; nothing runs: no process, no
+//! hooks, filters, pagers, fsmonitor or external diff from the repository's config.
+//! Destructive operations do not exist.
+//!
+//! - `status`: `git status --porcelain=v1 -uall` lines, and `files`.
+//! - `diff`: the working tree against `HEAD` (`git diff HEAD`), as a patch `git apply`
+//!   accepts, built from the `HEAD` tree, the index and the files (gix has no
+//!   worktree-to-tree diff).
+//! - `log`: up to `max_count` commits from `revision` (default `HEAD`), git's default
+//!   format, and `commits`.
+//! - `show`: one commit's header and its patch against its first parent.
+//! - `branch`: local branches like `git branch`, `branches` and `current_branch`.
+//!
+//! gix maps files with memmap2 and reads file times with filetime; on WASI neither
+//! works, so the plugins' build patches both with stand-ins written here
+//! (`plugins/shims`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use cheng_sdk::prelude::*;
+use gix::bstr::ByteSlice;
+
+/// Default cap on `stdout`.
+pub const DEFAULT_MAX_BYTES: u64 = 262_144;
+/// Default number of commits.
+pub const DEFAULT_MAX_COUNT: u32 = 20;
+/// Most commits.
+pub const MAX_COUNT: u32 = 100;
+
+#[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Operation {
+    /// Working tree and index state.
+    Status,
+    /// Working tree against HEAD, as a patch.
+    Diff,
+    /// Commit history.
+    Log,
+    /// One commit with its patch.
+    Show,
+    /// Local branches.
+    Branch,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GitInput {
+    /// status, diff, log, show or branch.
+    operation: Operation,
+    /// Directory inside the repository, relative to the workspace root; omit for the root.
+    #[serde(default)]
+    cwd: Option<String>,
+    /// Limit status, diff and show to these paths (relative to the repository root; no
+    /// absolute paths, no `..`). A path names a file or everything below a directory.
+    #[serde(default)]
+    pathspecs: Vec<String>,
+    /// log and show: the commit to start from (a name, a hash or any revision gix
+    /// parses); default HEAD. Always data, never an option.
+    #[serde(default)]
+    revision: Option<String>,
+    /// Cap on stdout in bytes (default 262144); head and tail are kept.
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    max_bytes: Option<u64>,
+    /// log: how many commits (default 20, at most 100).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 100))]
+    max_count: Option<u32>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct FileStatus {
+    /// Path relative to the repository root.
+    path: String,
+    /// Index (staged) status letter, or space.
+    index: String,
+    /// Working-tree status letter, or space (`??` files have `?` in both).
+    worktree: String,
+    /// For a rename: the old path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    from: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct Commit {
+    /// Full hash.
+    id: String,
+    /// Author name.
+    author: String,
+    /// Author email.
+    email: String,
+    /// Author time, seconds since the epoch.
+    time: i64,
+    /// First line of the message.
+    summary: String,
+    /// Parent hashes.
+    parents: Vec<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct Branch {
+    /// Short name.
+    name: String,
+    /// The commit it points at.
+    commit: String,
+    /// Whether HEAD is on it.
+    current: bool,
+}
+
+#[derive(Serialize, JsonSchema, Default)]
+pub struct GitOutput {
+    /// The operation.
+    operation: String,
+    /// True when it ran.
+    success: bool,
+    /// One sentence.
+    summary: String,
+    /// status, diff, show: the files concerned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    files: Option<Vec<FileStatus>>,
+    /// log, show: commits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    commits: Option<Vec<Commit>>,
+    /// branch: local branches.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    branches: Option<Vec<Branch>>,
+    /// The branch HEAD is on (null when detached or unborn… see summary).
+    current_branch: Option<String>,
+    /// What git would print (capped, head and tail kept).
+    stdout: String,
+    /// True when stdout was cut.
+    stdout_truncated: bool,
+    /// Warnings (e.g. names that are not UTF-8, shown escaped).
+    stderr: String,
+    /// Never set on success.
+    error_kind: Option<String>,
+    /// False on success.
+    terminal: bool,
+    /// Never set on success.
+    error: Option<String>,
+}
+
+pub struct WorkspaceGit;
+impl Tool for WorkspaceGit {
+    const NAME: &'static str = "workspace_git";
+    const DESCRIPTION: &'static str = "Inspect the git repository read-only: status (porcelain), diff (working tree \
+        against HEAD, as a patch), log (commits from a revision), show (one commit and its patch) or branch (local \
+        branches and the current one). Runs no git process and changes nothing.";
+    const NEEDS: Needs = Needs::READ;
+    type Input = GitInput;
+    type Output = GitOutput;
+
+    fn run(input: GitInput, cx: &Context) -> Result<GitOutput, Failure> {
+        for p in &input.pathspecs {
+            check_pathspec(p)?;
+        }
+        if let Some(r) = &input.revision {
+            if r.trim().is_empty() {
+                return Err(Failure::invalid_argument("revision is empty; omit it for HEAD"));
+            }
+        }
+        let cwd = cx.resolve(input.cwd.as_deref().unwrap_or("."))?;
+        let repo = open_repo(&cwd.path, cx)?;
+        let max_bytes = input.max_bytes.unwrap_or(DEFAULT_MAX_BYTES).max(1) as usize;
+        let mut out = GitOutput { success: true, ..Default::default() };
+        out.current_branch = repo.head_name().ok().flatten().map(|n| n.shorten().to_str_lossy().into_owned());
+        let mut stderr = String::new();
+        let stdout = match input.operation {
+            Operation::Status => {
+                out.operation = "status".into();
+                let files = status(&repo, &input.pathspecs, &mut stderr)?;
+                let text: String = files
+                    .iter()
+                    .map(|f| match &f.from {
+                        Some(from) => format!("{}{} {} -> {}\n", f.index, f.worktree, quote(from), quote(&f.path)),
+                        None => format!("{}{} {}\n", f.index, f.worktree, quote(&f.path)),
+                    })
+                    .collect();
+                out.summary = if files.is_empty() { "Nothing to commit, working tree clean".into() } else { format!("{} paths changed or untracked", files.len()) };
+                out.files = Some(files);
+                text
+            }
+            Operation::Branch => {
+                out.operation = "branch".into();
+                let (branches, text) = branches(&repo)?;
+                out.summary = format!(
+                    "{} local branches; {}",
+                    branches.len(),
+                    match &out.current_branch {
+                        Some(b) if branches.iter().any(|x| x.current) => format!("on {b}"),
+                        Some(b) => format!("on {b}, which has no commits yet"),
+                        None => "HEAD is detached".into(),
+                    }
+                );
+                out.branches = Some(branches);
+                text
+            }
+            Operation::Log => {
+                out.operation = "log".into();
+                let n = input.max_count.unwrap_or(DEFAULT_MAX_COUNT).clamp(1, MAX_COUNT) as usize;
+                let (commits, text) = log(&repo, input.revision.as_deref(), n)?;
+                out.summary = format!("{} commits from {}", commits.len(), input.revision.as_deref().unwrap_or("HEAD"));
+                out.commits = Some(commits);
+                text
+            }
+            Operation::Show => {
+                out.operation = "show".into();
+                let (commit, files, text) = show(&repo, input.revision.as_deref().unwrap_or("HEAD"), &input.pathspecs)?;
+                out.summary = format!("Commit {} \"{}\": {} files changed", &commit.id[..12], commit.summary, files.len());
+                out.commits = Some(vec![commit]);
+                out.files = Some(files);
+                text
+            }
+            Operation::Diff => {
+                out.operation = "diff".into();
+                let (files, text) = diff_head(&repo, &input.pathspecs, &mut stderr)?;
+                out.summary = if files.is_empty() { "No differences between HEAD and the working tree".into() } else { format!("{} files differ from HEAD", files.len()) };
+                out.files = Some(files);
+                text
+            }
+        };
+        let (s, t) = head_tail(&stdout, max_bytes);
+        out.stdout = s;
+        out.stdout_truncated = t;
+        out.stderr = stderr;
+        Ok(out)
+    }
+}
+
+cheng_sdk::export_tools!(WorkspaceGit);
+
+fn fail(kind: ErrorKind, msg: impl Into<String>) -> Failure {
+    Failure::new(kind, msg)
+}
+
+fn io(e: impl std::fmt::Display) -> Failure {
+    fail(ErrorKind::Io, format!("git: {e}"))
+}
+
+fn check_pathspec(p: &str) -> Result<(), Failure> {
+    if p.starts_with('/') || p.starts_with('\\') || p.get(1..2) == Some(":") {
+        return Err(fail(ErrorKind::PathRefused, format!("pathspec \"{p}\" is absolute; give it relative to the repository root")));
+    }
+    if p.split(['/', '\\']).any(|s| s == "..") {
+        return Err(fail(ErrorKind::PathRefused, format!("pathspec \"{p}\" climbs with `..`; give it relative to the repository root")));
+    }
+    if p.contains('\0') {
+        return Err(Failure::invalid_argument("a pathspec cannot contain NUL"));
+    }
+    Ok(())
+}
+
+/// Does `path` fall under one of `specs` (empty: everything)?
+fn selected(specs: &[String], path: &str) -> bool {
+    specs.is_empty()
+        || specs.iter().any(|s| {
+            let s = s.trim_end_matches('/');
+            s.is_empty() || s == "." || path == s || path.starts_with(&format!("{s}/"))
+        })
+}
+
+/// Find and open the repository containing `dir`, within the workspace. A `.git` file's
+/// `gitdir:` must stay inside the workspace.
+fn open_repo(dir: &Path, cx: &Context) -> Result<gix::Repository, Failure> {
+    let mut cur: PathBuf = dir.to_path_buf();
+    loop {
+        let dotgit = cur.join(".git");
+        if let Ok(meta) = std::fs::symlink_metadata(&dotgit) {
+            if meta.is_file() {
+                let text = std::fs::read_to_string(&dotgit).map_err(io)?;
+                let target = text.trim().strip_prefix("gitdir:").map(str::trim).unwrap_or("");
+                return Err(fail(
+                    ErrorKind::PathRefused,
+                    format!(
+                        "\"{}\" is a .git file pointing to \"{target}\" (a linked worktree or submodule); this tool reads only repositories whose .git directory is inside the workspace",
+                        cx.host_path(&dotgit.to_string_lossy())
+                    ),
+                ));
+            }
+            let repo = gix::open_opts(&cur, gix::open::Options::isolated()).map_err(|e| fail(ErrorKind::Io, format!("cannot open the repository at \"{}\": {e}", cx.host_path(&cur.to_string_lossy()))))?;
+            return Ok(repo);
+        }
+        if !cur.pop() || cur.as_os_str().len() <= 1 {
+            break;
+        }
+    }
+    Err(fail(ErrorKind::NotFound, "not a git repository: no .git directory in this directory or any parent within the workspace"))
+}
+
+/// Paths as git prints them in porcelain v1: quoted with C escapes when needed.
+fn quote(p: &str) -> String {
+    // As `git status` quotes: also when the path holds a space.
+    let needs = p.chars().any(|c| c == '"' || c == '\\' || c == ' ' || c.is_control() || !c.is_ascii());
+    if !needs {
+        return p.to_string();
+    }
+    let mut s = String::from("\"");
+    for b in p.bytes() {
+        match b {
+            b'"' => s.push_str("\\\""),
+            b'\\' => s.push_str("\\\\"),
+            b'\n' => s.push_str("\\n"),
+            b'\t' => s.push_str("\\t"),
+            0x20..=0x7e => s.push(b as char),
+            _ => s.push_str(&format!("\\{b:03o}")),
+        }
+    }
+    s.push('"');
+    s
+}
+
+fn lossy(b: &gix::bstr::BStr, stderr: &mut String) -> String {
+    match b.to_str() {
+        Ok(s) => s.to_string(),
+        Err(_) => {
+            let s = b.to_str_lossy().into_owned();
+            stderr.push_str(&format!("warning: a path is not UTF-8 and is shown with replacement characters: {s}\n"));
+            s
+        }
+    }
+}
+
+fn status(repo: &gix::Repository, specs: &[String], stderr: &mut String) -> Result<Vec<FileStatus>, Failure> {
+    use gix::status::index_worktree::Item as Iw;
+    use gix_status_types::*;
+    let mut map: BTreeMap<String, FileStatus> = BTreeMap::new();
+    let platform = repo
+        .status(gix::progress::Discard)
+        .map_err(io)?
+        .untracked_files(gix::status::UntrackedFiles::Files)
+        .index_worktree_rewrites(None)
+        .index_worktree_submodules(gix::status::Submodule::Given { ignore: gix::submodule::config::Ignore::All, check_dirty: false });
+    for item in platform.into_iter(None).map_err(io)? {
+        let item = item.map_err(io)?;
+        match item {
+            gix::status::Item::TreeIndex(change) => {
+                use gix::diff::index::ChangeRef;
+                let (path, letter, from) = match &change {
+                    ChangeRef::Addition { location, .. } => (location.as_ref(), "A", None),
+                    ChangeRef::Deletion { location, .. } => (location.as_ref(), "D", None),
+                    ChangeRef::Modification { location, previous_entry_mode, entry_mode, .. } => {
+                        (location.as_ref(), if previous_entry_mode != entry_mode && previous_entry_mode.to_tree_entry_mode() != entry_mode.to_tree_entry_mode() { "T" } else { "M" }, None)
+                    }
+                    ChangeRef::Rewrite { source_location, location, copy, .. } => (location.as_ref(), if *copy { "C" } else { "R" }, Some(source_location.as_ref())),
+                };
+                let p = lossy(path, stderr);
+                let from = from.map(|f| lossy(f, stderr));
+                let e = map.entry(p.clone()).or_insert_with(|| FileStatus { path: p, index: " ".into(), worktree: " ".into(), from: None });
+                e.index = letter.into();
+                e.from = from;
+            }
+            gix::status::Item::IndexWorktree(iw) => match iw {
+                Iw::Modification { rela_path, status, .. } => {
+                    let letter = match status {
+                        EntryStatus::Change(Change::Removed) => "D",
+                        EntryStatus::Change(Change::Type { .. }) => "T",
+                        EntryStatus::Change(Change::Modification { .. }) => "M",
+                        EntryStatus::Change(Change::SubmoduleModification(_)) => "M",
+                        EntryStatus::Conflict { .. } => "U",
+                        EntryStatus::IntentToAdd => "A",
+                        EntryStatus::NeedsUpdate(_) => continue,
+                    };
+                    let p = lossy(rela_path.as_ref(), stderr);
+                    let e = map.entry(p.clone()).or_insert_with(|| FileStatus { path: p, index: " ".into(), worktree: " ".into(), from: None });
+                    e.worktree = letter.into();
+                }
+                Iw::DirectoryContents { entry, .. } => {
+                    if entry.status == gix::dir::entry::Status::Untracked {
+                        let p = lossy(entry.rela_path.as_ref(), stderr);
+                        map.insert(p.clone(), FileStatus { path: p, index: "?".into(), worktree: "?".into(), from: None });
+                    }
+                }
+                Iw::Rewrite { .. } => {}
+            },
+        }
+    }
+    let mut files: Vec<FileStatus> = map.into_values().filter(|f| selected(specs, &f.path)).collect();
+    // git lists tracked changes by path, then untracked ones.
+    files.sort_by(|a, b| (a.index == "?").cmp(&(b.index == "?")).then_with(|| a.path.cmp(&b.path)));
+    Ok(files)
+}
+
+mod gix_status_types {
+    pub use gix::status::plumbing::index_as_worktree::{Change, EntryStatus};
+}
+
+fn branches(repo: &gix::Repository) -> Result<(Vec<Branch>, String), Failure> {
+    let head_name = repo.head_name().ok().flatten();
+    let mut out = Vec::new();
+    let refs = repo.references().map_err(io)?;
+    for r in refs.local_branches().map_err(io)? {
+        let mut r = r.map_err(io)?;
+        let name = r.name().shorten().to_str_lossy().into_owned();
+        let current = head_name.as_ref().is_some_and(|h| h.as_bstr() == r.name().as_bstr());
+        let commit = r.peel_to_id().map(|id| id.to_string()).unwrap_or_default();
+        out.push(Branch { name, commit, current });
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut text = String::new();
+    let detached = head_name.is_none();
+    if detached {
+        if let Ok(id) = repo.head_id() {
+            text.push_str(&format!("* (HEAD detached at {})\n", id.shorten_or_id()));
+        }
+    }
+    for b in &out {
+        text.push_str(&format!("{} {}\n", if b.current { "*" } else { " " }, b.name));
+    }
+    Ok((out, text))
+}
+
+fn resolve(repo: &gix::Repository, rev: &str) -> Result<gix::ObjectId, Failure> {
+    let unknown = || {
+        fail(
+            ErrorKind::NotFound,
+            format!("unknown revision \"{rev}\": name a branch, a tag, a commit hash or an expression such as HEAD~2"),
+        )
+    };
+    let spec = repo.rev_parse_single(rev.as_bytes().as_bstr()).map_err(|_| unknown())?;
+    let obj = spec.object().map_err(|_| unknown())?;
+    let commit = obj.peel_to_commit().map_err(|_| fail(ErrorKind::InvalidArgument, format!("\"{rev}\" does not name a commit")))?;
+    Ok(commit.id)
+}
+
+fn head_commit_id(repo: &gix::Repository) -> Result<Option<gix::ObjectId>, Failure> {
+    match repo.head_id() {
+        Ok(id) => Ok(Some(id.detach())),
+        Err(_) => Ok(None),
+    }
+}
+
+fn commit_info(c: &gix::Commit<'_>) -> Result<Commit, Failure> {
+    let author = c.author().map_err(io)?;
+    let msg = c.message_raw().map_err(io)?;
+    Ok(Commit {
+        id: c.id.to_string(),
+        author: author.name.to_str_lossy().into_owned(),
+        email: author.email.to_str_lossy().into_owned(),
+        time: author.time().map(|t| t.seconds).unwrap_or(0),
+        summary: msg.lines().next().map(|l| l.to_str_lossy().into_owned()).unwrap_or_default(),
+        parents: c.parent_ids().map(|p| p.to_string()).collect(),
+    })
+}
+
+/// git's default `log`/`show` header for `c`.
+fn header(c: &gix::Commit<'_>) -> Result<String, Failure> {
+    let author = c.author().map_err(io)?;
+    let time = author.time().map_err(io)?;
+    let mut s = format!("commit {}\n", c.id);
+    let parents: Vec<_> = c.parent_ids().collect();
+    if parents.len() > 1 {
+        s.push_str(&format!("Merge: {}\n", parents.iter().map(|p| p.shorten_or_id().to_string()).collect::<Vec<_>>().join(" ")));
+    }
+    s.push_str(&format!("Author: {} <{}>\n", author.name.to_str_lossy(), author.email.to_str_lossy()));
+    s.push_str(&format!("Date:   {}\n\n", time.format_or_unix(gix::date::time::format::DEFAULT)));
+    let msg = c.message_raw().map_err(io)?.to_str_lossy().into_owned();
+    for line in msg.trim_end_matches('\n').lines() {
+        s.push_str(&format!("    {line}\n"));
+    }
+    Ok(s)
+}
+
+fn log(repo: &gix::Repository, rev: Option<&str>, n: usize) -> Result<(Vec<Commit>, String), Failure> {
+    let start = match rev {
+        Some(r) => resolve(repo, r)?,
+        None => match head_commit_id(repo)? {
+            Some(id) => id,
+            None => return Ok((Vec::new(), String::new())),
+        },
+    };
+    let mut commits = Vec::new();
+    let mut text = String::new();
+    let walk = repo
+        .rev_walk([start])
+        .sorting(gix::revision::walk::Sorting::ByCommitTime(Default::default()))
+        .all()
+        .map_err(io)?;
+    for info in walk.take(n) {
+        let info = info.map_err(io)?;
+        let c = info.object().map_err(io)?;
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&header(&c)?);
+        commits.push(commit_info(&c)?);
+    }
+    Ok((commits, text))
+}
+
+/// Every blob of a tree: path → (mode bits, id).
+fn tree_files(repo: &gix::Repository, tree: Option<gix::ObjectId>) -> Result<BTreeMap<String, (u32, gix::ObjectId)>, Failure> {
+    let mut map = BTreeMap::new();
+    let Some(tree) = tree else { return Ok(map) };
+    let tree = repo.find_tree(tree).map_err(io)?;
+    let mut rec = gix::traverse::tree::Recorder::default();
+    tree.traverse().breadthfirst(&mut rec).map_err(io)?;
+    for e in rec.records {
+        if e.mode.is_tree() {
+            continue;
+        }
+        map.insert(e.filepath.to_str_lossy().into_owned(), (e.mode.value() as u32, e.oid));
+    }
+    Ok(map)
+}
+
+fn blob(repo: &gix::Repository, id: gix::ObjectId) -> Result<Vec<u8>, Failure> {
+    Ok(repo.find_blob(id).map_err(io)?.data.clone())
+}
+
+fn short(id: &gix::ObjectId) -> String {
+    id.to_hex_with_len(7).to_string()
+}
+
+/// One file's patch, in git's format. `old`/`new`: (mode, id, bytes) or None.
+fn file_patch(path: &str, old: Option<(u32, gix::ObjectId, &[u8])>, new: Option<(u32, gix::ObjectId, &[u8])>) -> String {
+    let mut s = format!("diff --git a/{path} b/{path}\n");
+    match (&old, &new) {
+        (None, Some((m, id, _))) => s.push_str(&format!("new file mode {m:o}\nindex 0000000..{}\n", short(id))),
+        (Some((m, id, _)), None) => s.push_str(&format!("deleted file mode {m:o}\nindex {}..0000000\n", short(id))),
+        (Some((om, oid, _)), Some((nm, nid, _))) => {
+            if om != nm {
+                s.push_str(&format!("old mode {om:o}\nnew mode {nm:o}\nindex {}..{}\n", short(oid), short(nid)));
+            } else {
+                s.push_str(&format!("index {}..{} {om:o}\n", short(oid), short(nid)));
+            }
+        }
+        (None, None) => return String::new(),
+    }
+    let o = old.as_ref().map(|x| x.2).unwrap_or(b"");
+    let n = new.as_ref().map(|x| x.2).unwrap_or(b"");
+    if old.as_ref().is_some_and(|x| x.1 == new.as_ref().map(|y| y.1).unwrap_or(x.1)) && o == n {
+        return s; // mode change only
+    }
+    let binary = o.iter().take(8000).any(|b| *b == 0) || n.iter().take(8000).any(|b| *b == 0);
+    let a = if old.is_some() { format!("a/{path}") } else { "/dev/null".into() };
+    let b = if new.is_some() { format!("b/{path}") } else { "/dev/null".into() };
+    if binary {
+        s.push_str(&format!("Binary files {a} and {b} differ\n"));
+        return s;
+    }
+    let (os, ns) = (String::from_utf8_lossy(o), String::from_utf8_lossy(n));
+    let diff = similar::TextDiff::configure().algorithm(similar::Algorithm::Myers).diff_lines(os.as_ref(), ns.as_ref());
+    // Like git, end a name holding a space with a tab, so that it cannot run into more.
+    let tab = |n: &str| if n.contains(' ') && n != "/dev/null" { "\t" } else { "" };
+    s.push_str(&format!("--- {a}{}\n+++ {b}{}\n", tab(&a), tab(&b)));
+    let mut u = diff.unified_diff();
+    u.context_radius(3).missing_newline_hint(true);
+    for hunk in u.iter_hunks() {
+        s.push_str(&hunk.to_string());
+    }
+    s
+}
+
+fn show(repo: &gix::Repository, rev: &str, specs: &[String]) -> Result<(Commit, Vec<FileStatus>, String), Failure> {
+    let id = resolve(repo, rev)?;
+    let c = repo.find_commit(id).map_err(io)?;
+    let mut text = header(&c)?;
+    let new_tree = Some(c.tree_id().map_err(io)?.detach());
+    let parent = c.parent_ids().next().map(|p| p.detach());
+    let old_tree = match parent {
+        Some(p) => Some(repo.find_commit(p).map_err(io)?.tree_id().map_err(io)?.detach()),
+        None => None,
+    };
+    let (files, patch) = tree_diff(repo, &tree_files(repo, old_tree)?, &tree_files(repo, new_tree)?, specs)?;
+    if !patch.is_empty() {
+        text.push('\n');
+        text.push_str(&patch);
+    }
+    Ok((commit_info(&c)?, files, text))
+}
+
+fn tree_diff(
+    repo: &gix::Repository,
+    old: &BTreeMap<String, (u32, gix::ObjectId)>,
+    new: &BTreeMap<String, (u32, gix::ObjectId)>,
+    specs: &[String],
+) -> Result<(Vec<FileStatus>, String), Failure> {
+    let mut files = Vec::new();
+    let mut patch = String::new();
+    let paths: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    for p in paths {
+        if !selected(specs, p) {
+            continue;
+        }
+        let (o, n) = (old.get(p), new.get(p));
+        if o == n {
+            continue;
+        }
+        let ob = o.map(|(_, id)| blob(repo, *id)).transpose()?;
+        let nb = n.map(|(_, id)| blob(repo, *id)).transpose()?;
+        let letter = match (o, n) {
+            (None, _) => "A",
+            (_, None) => "D",
+            _ => "M",
+        };
+        patch.push_str(&file_patch(
+            p,
+            o.map(|(m, id)| (*m, *id, ob.as_deref().unwrap_or(b""))),
+            n.map(|(m, id)| (*m, *id, nb.as_deref().unwrap_or(b""))),
+        ));
+        files.push(FileStatus { path: p.clone(), index: letter.into(), worktree: " ".into(), from: None });
+    }
+    Ok((files, patch))
+}
+
+/// The working tree against HEAD, for tracked paths (in HEAD or in the index).
+fn diff_head(repo: &gix::Repository, specs: &[String], stderr: &mut String) -> Result<(Vec<FileStatus>, String), Failure> {
+    let head_tree = match head_commit_id(repo)? {
+        Some(id) => Some(repo.find_commit(id).map_err(io)?.tree_id().map_err(io)?.detach()),
+        None => None,
+    };
+    let head = tree_files(repo, head_tree)?;
+    let index = repo.index_or_empty().map_err(io)?;
+    let workdir = repo.workdir().ok_or_else(|| fail(ErrorKind::InvalidArgument, "a bare repository has no working tree to diff"))?.to_path_buf();
+    let mut tracked: BTreeMap<String, u32> = BTreeMap::new();
+    for e in index.entries() {
+        let path = e.path(&index);
+        let p = lossy(path, stderr);
+        if e.mode.is_submodule() {
+            continue;
+        }
+        tracked.insert(p, e.mode.bits());
+    }
+    for (p, (m, _)) in &head {
+        tracked.entry(p.clone()).or_insert(*m);
+    }
+    let mut files = Vec::new();
+    let mut patch = String::new();
+    for (p, index_mode) in &tracked {
+        if !selected(specs, p) {
+            continue;
+        }
+        let full = workdir.join(p);
+        let meta = std::fs::symlink_metadata(&full).ok();
+        let work = match &meta {
+            Some(m) if m.is_file() => {
+                let data = std::fs::read(&full).map_err(io)?;
+                // WASI has no permission bits: keep the mode git recorded.
+                let mode = head.get(p).map(|(m, _)| *m).unwrap_or(*index_mode);
+                let id = gix::objs::compute_hash(repo.object_hash(), gix::object::Kind::Blob, &data).map_err(io)?;
+                Some((mode, id, data))
+            }
+            _ => None,
+        };
+        let before = head.get(p);
+        match (before, &work) {
+            (None, None) => continue,
+            (Some((_, id)), Some((_, wid, _))) if id == wid => continue,
+            _ => {}
+        }
+        let old_bytes = before.map(|(_, id)| blob(repo, *id)).transpose()?;
+        let letter = match (before, &work) {
+            (None, _) => "A",
+            (_, None) => "D",
+            _ => "M",
+        };
+        patch.push_str(&file_patch(
+            p,
+            before.map(|(m, id)| (*m, *id, old_bytes.as_deref().unwrap_or(b""))),
+            work.as_ref().map(|(m, id, d)| (*m, *id, d.as_slice())),
+        ));
+        files.push(FileStatus { path: p.clone(), index: " ".into(), worktree: letter.into(), from: None });
+    }
+    Ok((files, patch))
+}
+
+fn head_tail(s: &str, max: usize) -> (String, bool) {
+    if s.len() <= max {
+        return (s.to_string(), false);
+    }
+    let half = max / 2;
+    let mut a = half;
+    while !s.is_char_boundary(a) {
+        a -= 1;
+    }
+    let mut b = s.len() - half;
+    while !s.is_char_boundary(b) {
+        b += 1;
+    }
+    (format!("{}\n[… {} bytes omitted …]\n{}", &s[..a], b - a, &s[b..]), true)
+}

@@ -1,0 +1,222 @@
+//! workspace_git against the git CLI on repositories made here: each operation's output
+//! compared with the named git command (status --porcelain=v1 -uall, log, branch, show,
+//! diff HEAD — which must also `git apply` back to the working tree), on loose and
+//! packed objects and refs, a detached HEAD, an empty repository, ignored and excluded
+//! files, names with spaces, binary files; and every refusal.
+
+use std::path::Path;
+use std::process::Command;
+
+use cheng_host::{Context, ErrorKind, Host, Status};
+use serde_json::{json, Value};
+
+use crate::util;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .env("GIT_AUTHOR_NAME", "Ada Lovelace")
+        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
+        .env("GIT_COMMITTER_NAME", "Ada Lovelace")
+        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn commit(dir: &Path, msg: &str, date: &str) {
+    let o = Command::new("git")
+        .args(["commit", "-q", "-m", msg])
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .env("GIT_AUTHOR_NAME", "Ada Lovelace")
+        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
+        .env("GIT_COMMITTER_NAME", "Ada Lovelace")
+        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
+        .env("GIT_AUTHOR_DATE", date)
+        .env("GIT_COMMITTER_DATE", date)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn write(dir: &Path, path: &str, text: &[u8]) {
+    let p = dir.join(path);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+/// A repository with history, branches, and every kind of working-tree change.
+fn repo() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    write(p, "a.txt", b"one\ntwo\nthree\n");
+    write(p, "src/lib.rs", b"fn main() {}\n");
+    write(p, "dir with space/file name.txt", b"spaced\n");
+    write(p, "bin.dat", b"\x00\x01\x02binary");
+    write(p, "gone.txt", b"soon deleted\n");
+    write(p, "moved.txt", b"will move\nacross\nlines\n");
+    write(p, ".gitignore", b"*.log\n");
+    git(p, &["add", "-A"]);
+    commit(p, "First commit\n\nWith a body line.", "2026-01-02T03:04:05+0100");
+    for i in 1..=4 {
+        write(p, "a.txt", format!("one\ntwo\nthree\nchange {i}\n").as_bytes());
+        git(p, &["add", "a.txt"]);
+        commit(p, &format!("Change {i}"), &format!("2026-01-0{}T10:00:00-0500", i + 2));
+    }
+    git(p, &["branch", "feature"]);
+    git(p, &["branch", "zeta"]);
+    // Working-tree state.
+    write(p, "a.txt", b"one\nTWO\nthree\nchange 4\nmore\n");
+    write(p, "src/new.rs", b"// staged new file\n");
+    git(p, &["add", "src/new.rs"]);
+    std::fs::remove_file(p.join("gone.txt")).unwrap();
+    write(p, "bin.dat", b"\x00\x01\x03binary changed");
+    write(p, "untracked dir/x.txt", b"x\n");
+    write(p, "debug.log", b"ignored\n");
+    write(p, "excluded.tmp", b"excluded\n");
+    write(p, ".git/info/exclude", b"*.tmp\n");
+    write(p, "dir with space/file name.txt", b"spaced\nedited\n");
+    d
+}
+
+async fn host() -> Host {
+    util::host("", vec![]).await
+}
+
+async fn call(h: &Host, ws: &Path, input: Value) -> Value {
+    let r = h.call(&Context::new(ws).role("recon"), "workspace_git", input).await;
+    assert_eq!(r.status, Status::Ok, "{}", r.output);
+    r.output
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn status_matches_git_with_loose_and_packed_storage() {
+    let h = host().await;
+    let d = repo();
+    let p = d.path();
+    let o = call(&h, p, json!({"operation": "status"})).await;
+    assert_eq!(o["stdout"], git(p, &["status", "--porcelain=v1", "-uall"]), "{o}");
+    let files = o["files"].as_array().unwrap();
+    assert!(files.iter().any(|f| f["path"] == "src/new.rs" && f["index"] == "A"));
+    assert!(!o["stdout"].as_str().unwrap().contains("debug.log") && !o["stdout"].as_str().unwrap().contains("excluded.tmp"));
+    // After gc and pack-refs everything is packed: same answers.
+    git(p, &["gc", "-q"]);
+    git(p, &["pack-refs", "--all"]);
+    assert!(!p.join(".git/refs/heads/feature").exists());
+    let o = call(&h, p, json!({"operation": "status"})).await;
+    assert_eq!(o["stdout"], git(p, &["status", "--porcelain=v1", "-uall"]));
+    let o = call(&h, p, json!({"operation": "branch"})).await;
+    assert_eq!(o["stdout"], git(p, &["branch", "--no-color"]));
+    // pathspecs narrow it.
+    let o = call(&h, p, json!({"operation": "status", "pathspecs": ["src"]})).await;
+    assert_eq!(o["stdout"], git(p, &["status", "--porcelain=v1", "-uall", "--", "src"]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn log_branch_and_show_match_git() {
+    let h = host().await;
+    let d = repo();
+    let p = d.path();
+    let o = call(&h, p, json!({"operation": "log"})).await;
+    assert_eq!(o["stdout"], git(p, &["log", "--no-color", "-n", "20"]), "{o}");
+    let ids = git(p, &["log", "--format=%H"]);
+    let got: Vec<&str> = o["commits"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(got, ids.lines().collect::<Vec<_>>());
+    let o = call(&h, p, json!({"operation": "log", "revision": "HEAD~2", "max_count": 2})).await;
+    assert_eq!(o["stdout"], git(p, &["log", "--no-color", "-n", "2", "HEAD~2"]));
+    let o = call(&h, p, json!({"operation": "branch"})).await;
+    assert_eq!(o["stdout"], git(p, &["branch", "--no-color"]));
+    assert_eq!(o["current_branch"], "main");
+    let o = call(&h, p, json!({"operation": "show"})).await;
+    assert_eq!(o["stdout"], git(p, &["show", "--no-color", "HEAD"]), "{o}");
+    // The root commit: every file added, the binary one too.
+    let root = git(p, &["rev-list", "--max-parents=0", "HEAD"]).trim().to_string();
+    let o = call(&h, p, json!({"operation": "show", "revision": root})).await;
+    assert_eq!(o["stdout"], git(p, &["show", "--no-color", &root]), "{o}");
+    // Detached HEAD.
+    git(p, &["checkout", "-q", "-f", "--detach", "HEAD~1"]);
+    let o = call(&h, p, json!({"operation": "branch"})).await;
+    assert_eq!(o["stdout"], git(p, &["branch", "--no-color"]));
+    assert_eq!(o["current_branch"], Value::Null);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn diff_matches_git_and_applies_back() {
+    let h = host().await;
+    let d = repo();
+    let p = d.path();
+    let o = call(&h, p, json!({"operation": "diff"})).await;
+    let ours = o["stdout"].as_str().unwrap().to_string();
+    let theirs = git(p, &["diff", "--no-color", "HEAD"]);
+    let headers = |s: &str| s.lines().filter(|l| l.starts_with("diff --git") || l.starts_with("index ") || l.starts_with("new file") || l.starts_with("deleted file") || l.starts_with("---") || l.starts_with("+++")).map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(headers(&ours), headers(&theirs), "{ours}");
+    // Applied to a clean checkout of HEAD it reproduces the working tree.
+    let clone = tempfile::tempdir().unwrap();
+    git(clone.path(), &["clone", "-q", p.to_str().unwrap(), "c"]);
+    let c = clone.path().join("c");
+    std::fs::write(clone.path().join("patch"), &ours).unwrap();
+    // (A "Binary files … differ" entry carries no data, for git as here: left out.)
+    git(&c, &["apply", "--exclude=bin.dat", clone.path().join("patch").to_str().unwrap()]);
+    for f in ["a.txt", "src/new.rs", "dir with space/file name.txt"] {
+        assert_eq!(std::fs::read(c.join(f)).unwrap(), std::fs::read(p.join(f)).unwrap(), "{f}");
+    }
+    assert!(!c.join("gone.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn empty_and_unborn_repositories() {
+    let h = host().await;
+    let d = tempfile::tempdir().unwrap();
+    git(d.path(), &["init", "-q", "-b", "trunk"]);
+    let o = call(&h, d.path(), json!({"operation": "log"})).await;
+    assert_eq!((o["stdout"].as_str(), o["commits"].as_array().map(Vec::len)), (Some(""), Some(0)));
+    let o = call(&h, d.path(), json!({"operation": "branch"})).await;
+    assert_eq!(o["stdout"], "");
+    assert_eq!(o["current_branch"], "trunk");
+    write(d.path(), "new.txt", b"x\n");
+    let o = call(&h, d.path(), json!({"operation": "status"})).await;
+    assert_eq!(o["stdout"], git(d.path(), &["status", "--porcelain=v1", "-uall"]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn refusals() {
+    let h = host().await;
+    let d = repo();
+    let p = d.path();
+    let before = git(p, &["status", "--porcelain=v1", "-uall"]);
+    let err = |r: &cheng_host::ToolResult| r.output["error"].as_str().unwrap_or_default().to_string();
+    let cx = Context::new(p).role("recon");
+    for (input, kind, words) in [
+        (json!({"operation": "status", "pathspecs": ["/etc"]}), ErrorKind::PathRefused, "absolute"),
+        (json!({"operation": "status", "pathspecs": ["../x"]}), ErrorKind::PathRefused, ".."),
+        (json!({"operation": "log", "revision": "no-such-branch"}), ErrorKind::NotFound, "unknown revision"),
+        (json!({"operation": "log", "revision": "--all"}), ErrorKind::NotFound, "unknown revision"),
+        (json!({"operation": "show", "revision": "-n1"}), ErrorKind::NotFound, "unknown revision"),
+        (json!({"operation": "push"}), ErrorKind::InvalidArgument, ""),
+    ] {
+        let r = h.call(&cx, "workspace_git", input.clone()).await;
+        assert_eq!(r.error_kind, Some(kind), "{input}: {}", r.output);
+        assert!(err(&r).contains(words), "{input}: {}", err(&r));
+        assert_eq!(r.output["terminal"], true);
+    }
+    // Not a repository.
+    let plain = tempfile::tempdir().unwrap();
+    let r = h.call(&Context::new(plain.path()).role("recon"), "workspace_git", json!({"operation": "status"})).await;
+    assert_eq!(r.error_kind, Some(ErrorKind::NotFound), "{}", r.output);
+    assert!(err(&r).contains("not a git repository"));
+    // A .git file pointing outside the workspace.
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join(".git"), format!("gitdir: {}\n", p.join(".git").display())).unwrap();
+    let r = h.call(&Context::new(ws.path()).role("recon"), "workspace_git", json!({"operation": "log"})).await;
+    assert_eq!(r.error_kind, Some(ErrorKind::PathRefused), "{}", r.output);
+    assert!(err(&r).contains(".git file"), "{}", err(&r));
+    // Nothing was changed by any of it.
+    assert_eq!(git(p, &["status", "--porcelain=v1", "-uall"]), before);
+}
