@@ -207,6 +207,10 @@ fn approvals_without_a_terminal_are_refused_at_once() {
     let ws = util::workspace();
     let cfg = approval_config(ws.path());
     let state = tempfile::tempdir().unwrap();
+    // Compile the components into this state dir first: the timing below is about the
+    // approval, not about a first start.
+    let warm = util::cheng_in(ws.path(), state.path()).arg("--config").arg(&cfg).arg("tools").output().unwrap();
+    assert!(warm.status.success());
     let started = std::time::Instant::now();
     // setsid: no controlling terminal, no approver.
     let out = std::process::Command::new("setsid")
@@ -222,7 +226,7 @@ fn approvals_without_a_terminal_are_refused_at_once() {
         .unwrap();
     let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
     // Refused, not after the 10-minute default wait; the record says nobody was asked.
-    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "{:?}", started.elapsed());
     assert_eq!(rec["result"]["detail"], "Declined");
     assert_eq!(rec["approvals"][0]["decision"], "no_approver");
 }

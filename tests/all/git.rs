@@ -2,7 +2,8 @@
 //! compared with the named git command (status --porcelain=v1 -uall, log, branch, show,
 //! diff HEAD — which must also `git apply` back to the working tree), on loose and
 //! packed objects and refs, a detached HEAD, an empty repository, ignored and excluded
-//! files, names with spaces, binary files; and every refusal.
+//! files, names with spaces and tabs, binary files, a staged rename, a submodule, a linked
+//! worktree; and every refusal.
 
 use std::path::Path;
 use std::process::Command;
@@ -219,4 +220,44 @@ async fn refusals() {
     assert!(err(&r).contains(".git file"), "{}", err(&r));
     // Nothing was changed by any of it.
     assert_eq!(git(p, &["status", "--porcelain=v1", "-uall"]), before);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn renames_submodules_worktrees_and_odd_names() {
+    let h = host().await;
+    let ws = tempfile::tempdir().unwrap();
+    let p = ws.path().join("main");
+    std::fs::create_dir(&p).unwrap();
+    git(&p, &["init", "-q", "-b", "main"]);
+    write(&p, "moved.txt", b"will move\nacross\nlines\n");
+    write(&p, "keep.txt", b"keep\n");
+    git(&p, &["add", "-A"]);
+    commit(&p, "base", "2026-02-01T00:00:00+0000");
+    // A staged rename.
+    git(&p, &["mv", "moved.txt", "renamed.txt"]);
+    // A submodule: listed by git, not entered.
+    let sub = ws.path().join("subsrc");
+    std::fs::create_dir(&sub).unwrap();
+    git(&sub, &["init", "-q", "-b", "main"]);
+    write(&sub, "s.txt", b"s\n");
+    git(&sub, &["add", "-A"]);
+    commit(&sub, "sub", "2026-02-01T00:00:00+0000");
+    git(&p, &["-c", "protocol.file.allow=always", "submodule", "add", "-q", sub.to_str().unwrap(), "vendor/sub"]);
+    // A name with a tab (quoted and escaped by git). Names that are not UTF-8 are not
+    // covered yet: WASI's directory listing stops at them, and gix's walk fails.
+    write(&p, "tab\there.txt", b"t\n");
+    let o = call(&h, ws.path(), json!({"operation": "status", "cwd": "main"})).await;
+    assert_eq!(o["stdout"], git(&p, &["status", "--porcelain=v1", "-uall"]), "{o}");
+    // A linked worktree inside the workspace is followed.
+    git(&p, &["commit", "-q", "-m", "more"]);
+    git(&p, &["worktree", "add", "-q", "../wt", "-b", "side"]);
+    let wt = ws.path().join("wt");
+    write(&wt, "keep.txt", b"changed in the worktree\n");
+    let o = call(&h, ws.path(), json!({"operation": "status", "cwd": "wt"})).await;
+    assert_eq!(o["stdout"], git(&wt, &["status", "--porcelain=v1", "-uall"]), "{o}");
+    let o = call(&h, ws.path(), json!({"operation": "branch", "cwd": "wt"})).await;
+    assert_eq!(o["stdout"], git(&wt, &["branch", "--no-color"]), "{o}");
+    assert_eq!(o["current_branch"], "side");
+    let o = call(&h, ws.path(), json!({"operation": "log", "cwd": "wt", "max_count": 5})).await;
+    assert_eq!(o["stdout"], git(&wt, &["log", "--no-color", "-n", "5"]), "{o}");
 }

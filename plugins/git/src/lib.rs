@@ -81,6 +81,18 @@ pub struct FileStatus {
     /// For a rename: the old path.
     #[serde(skip_serializing_if = "Option::is_none")]
     from: Option<String>,
+    /// The path's bytes as git stores them (for git's quoting of names that are not UTF-8).
+    #[serde(skip)]
+    raw: Vec<u8>,
+    /// The old path's bytes.
+    #[serde(skip)]
+    raw_from: Option<Vec<u8>>,
+}
+
+impl FileStatus {
+    fn new(path: String, raw: Vec<u8>) -> FileStatus {
+        FileStatus { path, index: " ".into(), worktree: " ".into(), from: None, raw, raw_from: None }
+    }
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -173,9 +185,9 @@ impl Tool for WorkspaceGit {
                 let files = status(&repo, &input.pathspecs, &mut stderr)?;
                 let text: String = files
                     .iter()
-                    .map(|f| match &f.from {
-                        Some(from) => format!("{}{} {} -> {}\n", f.index, f.worktree, quote(from), quote(&f.path)),
-                        None => format!("{}{} {}\n", f.index, f.worktree, quote(&f.path)),
+                    .map(|f| match &f.raw_from {
+                        Some(from) => format!("{}{} {} -> {}\n", f.index, f.worktree, quote_bytes(from), quote_bytes(&f.raw)),
+                        None => format!("{}{} {}\n", f.index, f.worktree, quote_bytes(&f.raw)),
                     })
                     .collect();
                 out.summary = if files.is_empty() { "Nothing to commit, working tree clean".into() } else { format!("{} paths changed or untracked", files.len()) };
@@ -261,43 +273,89 @@ fn selected(specs: &[String], path: &str) -> bool {
         })
 }
 
-/// Find and open the repository containing `dir`, within the workspace. A `.git` file's
-/// `gitdir:` must stay inside the workspace.
+/// Find and open the repository containing `dir`, within the workspace. A `.git` file
+/// (a linked worktree, a submodule checkout) is followed when its `gitdir:` stays inside
+/// the workspace, and refused when it points outside.
 fn open_repo(dir: &Path, cx: &Context) -> Result<gix::Repository, Failure> {
     let mut cur: PathBuf = dir.to_path_buf();
     loop {
         let dotgit = cur.join(".git");
         if let Ok(meta) = std::fs::symlink_metadata(&dotgit) {
+            let shown = |p: &Path| cx.host_path(&p.to_string_lossy()).into_owned();
             if meta.is_file() {
                 let text = std::fs::read_to_string(&dotgit).map_err(io)?;
-                let target = text.trim().strip_prefix("gitdir:").map(str::trim).unwrap_or("");
-                return Err(fail(
-                    ErrorKind::PathRefused,
-                    format!(
-                        "\"{}\" is a .git file pointing to \"{target}\" (a linked worktree or submodule); this tool reads only repositories whose .git directory is inside the workspace",
-                        cx.host_path(&dotgit.to_string_lossy())
-                    ),
-                ));
+                let target = text.trim().strip_prefix("gitdir:").map(str::trim).unwrap_or("").to_string();
+                let Some(git_dir) = inside_workspace(&target, &cur, cx) else {
+                    return Err(fail(
+                        ErrorKind::PathRefused,
+                        format!(
+                            "\"{}\" is a .git file pointing to \"{target}\", outside the workspace; this tool reads only repositories inside it",
+                            shown(&dotgit)
+                        ),
+                    ));
+                };
+                let mut repo = gix::open_opts(&git_dir, gix::open::Options::isolated().open_path_as_is(true))
+                    .map_err(|e| fail(ErrorKind::Io, format!("cannot open the repository of \"{}\" at \"{target}\": {e}", shown(&dotgit))))?;
+                repo.set_workdir(Some(cur.clone())).map_err(io)?;
+                return Ok(repo);
             }
-            let repo = gix::open_opts(&cur, gix::open::Options::isolated()).map_err(|e| fail(ErrorKind::Io, format!("cannot open the repository at \"{}\": {e}", cx.host_path(&cur.to_string_lossy()))))?;
-            return Ok(repo);
+            return gix::open_opts(&cur, gix::open::Options::isolated())
+                .map_err(|e| fail(ErrorKind::Io, format!("cannot open the repository at \"{}\": {e}", shown(&cur))));
         }
-        if !cur.pop() || cur.as_os_str().len() <= 1 {
+        if cur == cx.guest_root() || !cur.pop() {
             break;
         }
     }
-    Err(fail(ErrorKind::NotFound, "not a git repository: no .git directory in this directory or any parent within the workspace"))
+    Err(fail(ErrorKind::NotFound, "not a git repository: no .git in this directory or any parent within the workspace"))
+}
+
+/// The guest path of a `gitdir:` target (absolute on the host, or relative to `base`),
+/// if it lies inside the workspace.
+fn inside_workspace(target: &str, base: &Path, cx: &Context) -> Option<PathBuf> {
+    if target.is_empty() {
+        return None;
+    }
+    let host_root = cx.sandbox_root().trim_end_matches('/');
+    let guest_root = cx.guest_root();
+    let joined = if target.starts_with('/') {
+        let rest = target.strip_prefix(host_root)?;
+        if !(rest.is_empty() || rest.starts_with('/')) {
+            return None;
+        }
+        guest_root.join(rest.trim_start_matches('/'))
+    } else {
+        base.join(target)
+    };
+    // Lexically normalise, refusing to climb above the workspace.
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out.starts_with(guest_root).then_some(out)
 }
 
 /// Paths as git prints them in porcelain v1: quoted with C escapes when needed.
 fn quote(p: &str) -> String {
+    quote_bytes(p.as_bytes())
+}
+
+/// [`quote`] on raw bytes (names that are not UTF-8 keep their bytes, octal-escaped).
+fn quote_bytes(p: &[u8]) -> String {
     // As `git status` quotes: also when the path holds a space.
-    let needs = p.chars().any(|c| c == '"' || c == '\\' || c == ' ' || c.is_control() || !c.is_ascii());
+    let needs = p.iter().any(|&b| b == b'"' || b == b'\\' || b == b' ' || b < 0x20 || b >= 0x7f);
     if !needs {
-        return p.to_string();
+        return String::from_utf8_lossy(p).into_owned();
     }
     let mut s = String::from("\"");
-    for b in p.bytes() {
+    for &b in p {
         match b {
             b'"' => s.push_str("\\\""),
             b'\\' => s.push_str("\\\\"),
@@ -346,10 +404,13 @@ fn status(repo: &gix::Repository, specs: &[String], stderr: &mut String) -> Resu
                     ChangeRef::Rewrite { source_location, location, copy, .. } => (location.as_ref(), if *copy { "C" } else { "R" }, Some(source_location.as_ref())),
                 };
                 let p = lossy(path, stderr);
+                let raw = path.to_vec();
+                let raw_from = from.map(|f| f.to_vec());
                 let from = from.map(|f| lossy(f, stderr));
-                let e = map.entry(p.clone()).or_insert_with(|| FileStatus { path: p, index: " ".into(), worktree: " ".into(), from: None });
+                let e = map.entry(p.clone()).or_insert_with(|| FileStatus::new(p, raw));
                 e.index = letter.into();
                 e.from = from;
+                e.raw_from = raw_from;
             }
             gix::status::Item::IndexWorktree(iw) => match iw {
                 Iw::Modification { rela_path, status, .. } => {
@@ -363,13 +424,17 @@ fn status(repo: &gix::Repository, specs: &[String], stderr: &mut String) -> Resu
                         EntryStatus::NeedsUpdate(_) => continue,
                     };
                     let p = lossy(rela_path.as_ref(), stderr);
-                    let e = map.entry(p.clone()).or_insert_with(|| FileStatus { path: p, index: " ".into(), worktree: " ".into(), from: None });
+                    let raw = rela_path.to_vec();
+                    let e = map.entry(p.clone()).or_insert_with(|| FileStatus::new(p, raw));
                     e.worktree = letter.into();
                 }
                 Iw::DirectoryContents { entry, .. } => {
                     if entry.status == gix::dir::entry::Status::Untracked {
                         let p = lossy(entry.rela_path.as_ref(), stderr);
-                        map.insert(p.clone(), FileStatus { path: p, index: "?".into(), worktree: "?".into(), from: None });
+                        let mut f = FileStatus::new(p.clone(), entry.rela_path.to_vec());
+                        f.index = "?".into();
+                        f.worktree = "?".into();
+                        map.insert(p, f);
                     }
                 }
                 Iw::Rewrite { .. } => {}
@@ -405,10 +470,36 @@ fn branches(repo: &gix::Repository) -> Result<(Vec<Branch>, String), Failure> {
             text.push_str(&format!("* (HEAD detached at {})\n", id.shorten_or_id()));
         }
     }
+    // Branches checked out in another worktree get git's `+`.
+    let elsewhere = other_worktree_branches(repo);
     for b in &out {
-        text.push_str(&format!("{} {}\n", if b.current { "*" } else { " " }, b.name));
+        let mark = if b.current {
+            "*"
+        } else if elsewhere.iter().any(|n| *n == b.name) {
+            "+"
+        } else {
+            " "
+        };
+        text.push_str(&format!("{mark} {}\n", b.name));
     }
     Ok((out, text))
+}
+
+/// Short names of the branches that the repository's other worktrees have checked out
+/// (read from their `HEAD` files under the common directory).
+fn other_worktree_branches(repo: &gix::Repository) -> Vec<String> {
+    let common = repo.common_dir().to_path_buf();
+    let own = repo.git_dir().to_path_buf();
+    let mut heads = vec![common.clone()];
+    if let Ok(dir) = std::fs::read_dir(common.join("worktrees")) {
+        heads.extend(dir.flatten().map(|e| e.path()));
+    }
+    heads
+        .into_iter()
+        .filter(|d| *d != own)
+        .filter_map(|d| std::fs::read_to_string(d.join("HEAD")).ok())
+        .filter_map(|h| h.trim().strip_prefix("ref: refs/heads/").map(str::to_string))
+        .collect()
 }
 
 fn resolve(repo: &gix::Repository, rev: &str) -> Result<gix::ObjectId, Failure> {
@@ -600,7 +691,9 @@ fn tree_diff(
             o.map(|(m, id)| (*m, *id, ob.as_deref().unwrap_or(b""))),
             n.map(|(m, id)| (*m, *id, nb.as_deref().unwrap_or(b""))),
         ));
-        files.push(FileStatus { path: p.clone(), index: letter.into(), worktree: " ".into(), from: None });
+        let mut f = FileStatus::new(p.clone(), p.as_bytes().to_vec());
+        f.index = letter.into();
+        files.push(f);
     }
     Ok((files, patch))
 }
@@ -661,7 +754,9 @@ fn diff_head(repo: &gix::Repository, specs: &[String], stderr: &mut String) -> R
             before.map(|(m, id)| (*m, *id, old_bytes.as_deref().unwrap_or(b""))),
             work.as_ref().map(|(m, id, d)| (*m, *id, d.as_slice())),
         ));
-        files.push(FileStatus { path: p.clone(), index: " ".into(), worktree: letter.into(), from: None });
+        let mut f = FileStatus::new(p.clone(), p.as_bytes().to_vec());
+        f.worktree = letter.into();
+        files.push(f);
     }
     Ok((files, patch))
 }
