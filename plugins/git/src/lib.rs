@@ -294,12 +294,12 @@ fn open_repo(dir: &Path, cx: &Context) -> Result<gix::Repository, Failure> {
                         ),
                     ));
                 };
-                let mut repo = gix::open_opts(&git_dir, gix::open::Options::isolated().open_path_as_is(true))
+                let mut repo = gix::open_opts(&git_dir, options().open_path_as_is(true))
                     .map_err(|e| fail(ErrorKind::Io, format!("cannot open the repository of \"{}\" at \"{target}\": {e}", shown(&dotgit))))?;
                 repo.set_workdir(Some(cur.clone())).map_err(io)?;
                 return Ok(repo);
             }
-            return gix::open_opts(&cur, gix::open::Options::isolated())
+            return gix::open_opts(&cur, options())
                 .map_err(|e| fail(ErrorKind::Io, format!("cannot open the repository at \"{}\": {e}", shown(&cur))));
         }
         if cur == cx.guest_root() || !cur.pop() {
@@ -307,6 +307,15 @@ fn open_repo(dir: &Path, cx: &Context) -> Result<gix::Repository, Failure> {
         }
     }
     Err(fail(ErrorKind::NotFound, "not a git repository: no .git in this directory or any parent within the workspace"))
+}
+
+/// How repositories are opened: no system or user configuration (there is none in the
+/// sandbox anyway), and file stats compared on modification time and size only — WASI
+/// reports no owner, group or change time, so git's default comparison would call every
+/// file changed and hash all of them (entries written in the same second as the index
+/// are still hashed, as git does).
+fn options() -> gix::open::Options {
+    gix::open::Options::isolated().config_overrides(["core.checkStat=minimal", "core.trustCTime=false"])
 }
 
 /// The guest path of a `gitdir:` target (absolute on the host, or relative to `base`),
