@@ -243,9 +243,18 @@ async fn renames_submodules_worktrees_and_odd_names() {
     git(&sub, &["add", "-A"]);
     commit(&sub, "sub", "2026-02-01T00:00:00+0000");
     git(&p, &["-c", "protocol.file.allow=always", "submodule", "add", "-q", sub.to_str().unwrap(), "vendor/sub"]);
-    // A name with a tab (quoted and escaped by git). Names that are not UTF-8 are not
-    // covered yet: WASI's directory listing stops at them, and gix's walk fails.
+    // A name that is not UTF-8 (untracked), one with a tab, an ignored directory, and a
+    // nested repository (listed as a directory, not entered).
+    {
+        use std::os::unix::ffi::OsStrExt;
+        std::fs::write(p.join(std::ffi::OsStr::from_bytes(b"caf\xe9.txt")), b"x").unwrap();
+    }
     write(&p, "tab\there.txt", b"t\n");
+    write(&p, ".gitignore", b"build/\n");
+    write(&p, "build/out.o", b"o");
+    write(&p, "notes/empty-but-ignored/x.log", b"l");
+    write(&p, "nested/inner.txt", b"i\n");
+    git(&p.join("nested"), &["init", "-q"]);
     let o = call(&h, ws.path(), json!({"operation": "status", "cwd": "main"})).await;
     assert_eq!(o["stdout"], git(&p, &["status", "--porcelain=v1", "-uall"]), "{o}");
     // A linked worktree inside the workspace is followed.

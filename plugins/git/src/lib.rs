@@ -182,7 +182,7 @@ impl Tool for WorkspaceGit {
         let stdout = match input.operation {
             Operation::Status => {
                 out.operation = "status".into();
-                let files = status(&repo, &input.pathspecs, &mut stderr)?;
+                let files = status(&repo, cx, &input.pathspecs, &mut stderr)?;
                 let text: String = files
                     .iter()
                     .map(|f| match &f.raw_from {
@@ -389,14 +389,16 @@ fn lossy(b: &gix::bstr::BStr, stderr: &mut String) -> String {
     }
 }
 
-fn status(repo: &gix::Repository, specs: &[String], stderr: &mut String) -> Result<Vec<FileStatus>, Failure> {
+fn status(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mut String) -> Result<Vec<FileStatus>, Failure> {
     use gix::status::index_worktree::Item as Iw;
     use gix_status_types::*;
     let mut map: BTreeMap<String, FileStatus> = BTreeMap::new();
     let platform = repo
         .status(gix::progress::Discard)
         .map_err(io)?
-        .untracked_files(gix::status::UntrackedFiles::Files)
+        // Untracked files come from our own walk below (through the host's listing: one
+        // call per directory, and names that are not UTF-8 survive it).
+        .untracked_files(gix::status::UntrackedFiles::None)
         .index_worktree_rewrites(None)
         .index_worktree_submodules(gix::status::Submodule::Given { ignore: gix::submodule::config::Ignore::All, check_dirty: false });
     for item in platform.into_iter(None).map_err(io)? {
@@ -450,10 +452,127 @@ fn status(repo: &gix::Repository, specs: &[String], stderr: &mut String) -> Resu
             },
         }
     }
+    for (raw, dir) in untracked(repo, cx)? {
+        let mut shown = String::from_utf8_lossy(&raw).into_owned();
+        if raw.iter().any(|b| *b >= 0x80) && std::str::from_utf8(&raw).is_err() {
+            stderr.push_str(&format!("warning: a path is not UTF-8 and is shown with replacement characters: {shown}\n"));
+        }
+        let mut raw = raw;
+        if dir {
+            shown.push('/');
+            raw.push(b'/');
+        }
+        let mut f = FileStatus::new(shown.clone(), raw);
+        f.index = "?".into();
+        f.worktree = "?".into();
+        map.insert(shown, f);
+    }
     let mut files: Vec<FileStatus> = map.into_values().filter(|f| selected(specs, &f.path)).collect();
     // git lists tracked changes by path, then untracked ones.
     files.sort_by(|a, b| (a.index == "?").cmp(&(b.index == "?")).then_with(|| a.path.cmp(&b.path)));
     Ok(files)
+}
+
+/// Untracked paths as `git status -uall` lists them: every untracked file, except
+/// ignored ones, not descending into ignored directories; a nested repository as its
+/// directory (flag true). Walks the working tree through the host's directory listing.
+fn untracked(repo: &gix::Repository, cx: &Context) -> Result<Vec<(Vec<u8>, bool)>, Failure> {
+    use std::collections::HashSet;
+    let Some(workdir) = repo.workdir() else { return Ok(Vec::new()) };
+    let root_rel = cx.host_path(&workdir.to_string_lossy()).into_owned();
+    let index = repo.index_or_empty().map_err(io)?;
+    let mut tracked: HashSet<Vec<u8>> = HashSet::new();
+    let mut tracked_dirs: HashSet<Vec<u8>> = HashSet::new();
+    for e in index.entries() {
+        let p = e.path(&index).to_vec();
+        let mut i = p.len();
+        while let Some(j) = p[..i].iter().rposition(|b| *b == b'/') {
+            if !tracked_dirs.insert(p[..j].to_vec()) {
+                break;
+            }
+            i = j;
+        }
+        tracked.insert(p);
+    }
+    let mut excludes = repo
+        .excludes(&index, None, gix::worktree::stack::state::ignore::Source::WorktreeThenIdMappingIfNotSkipped)
+        .map_err(io)?;
+    let mut out = Vec::new();
+    // (repository-relative bytes of a directory, whether it is tracked territory)
+    let mut stack: Vec<Vec<u8>> = vec![Vec::new()];
+    while let Some(dir) = stack.pop() {
+        let dir_str = String::from_utf8_lossy(&dir).into_owned();
+        let list_path = match (root_rel.as_str(), dir.is_empty()) {
+            (".", true) => ".".to_string(),
+            (".", false) => dir_str.clone(),
+            (r, true) => r.to_string(),
+            (r, false) => format!("{r}/{dir_str}"),
+        };
+        let Ok(entries) = cheng_sdk::host::read_dir(&list_path, false) else { continue };
+        for e in entries {
+            let name = if e.valid_utf8 { e.name.clone().into_bytes() } else { unescape(&e.name) };
+            if dir.is_empty() && name == b".git" {
+                continue;
+            }
+            let mut rel = dir.clone();
+            if !rel.is_empty() {
+                rel.push(b'/');
+            }
+            rel.extend_from_slice(&name);
+            let is_dir = e.kind == cheng_sdk::host::EntryKind::Dir;
+            if tracked.contains(&rel) {
+                continue;
+            }
+            let mode = if is_dir { Some(gix::index::entry::Mode::DIR) } else { None };
+            let excluded = excludes
+                .at_entry(rel.as_bstr(), mode)
+                .map(|p| p.is_excluded())
+                .unwrap_or(false);
+            if is_dir {
+                if tracked_dirs.contains(&rel) {
+                    stack.push(rel);
+                    continue;
+                }
+                if excluded {
+                    continue;
+                }
+                if !e.valid_utf8 {
+                    // Cannot be listed by name: shown as a directory.
+                    out.push((rel, true));
+                    continue;
+                }
+                let inner = format!("{list_path}/{}", e.name).trim_start_matches("./").to_string();
+                let nested = cheng_sdk::host::read_dir(&inner, false).map(|v| v.iter().any(|x| x.name == ".git")).unwrap_or(false);
+                if nested {
+                    out.push((rel, true));
+                } else {
+                    stack.push(rel);
+                }
+            } else if !excluded && matches!(e.kind, cheng_sdk::host::EntryKind::File | cheng_sdk::host::EntryKind::Symlink) {
+                out.push((rel, false));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The host listing escapes bytes that are not UTF-8 as `\xNN`; undo that.
+fn unescape(name: &str) -> Vec<u8> {
+    let b = name.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() && b.get(i + 1) == Some(&b'x') {
+            if let Ok(v) = u8::from_str_radix(std::str::from_utf8(&b[i + 2..i + 4]).unwrap_or("zz"), 16) {
+                out.push(v);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
 }
 
 mod gix_status_types {
