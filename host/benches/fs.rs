@@ -10,14 +10,8 @@ use std::time::{Duration, Instant};
 use cheng_host::{Context, HostBuilder, Status};
 use serde_json::json;
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
+mod common;
+use common::{ms, p50};
 
 /// `dirs` directories of `per_dir` ~2 KB files, with ignore files at several levels.
 fn tree(root: &Path, dirs: usize, per_dir: usize) {
@@ -99,7 +93,7 @@ async fn main() {
             rg(&["--files", "-j1", "--no-ignore-global"]);
         }));
     }
-    rows.push(("find_files **/* vs rg --files -j1", median(ours), median(theirs)));
+    rows.push(("find_files **/* vs rg --files -j1", p50(ours), p50(theirs)));
     // search_files literal and regex vs rg -j1.
     for (label, input, args) in [
         ("search_files literal vs rg -j1 -F", json!({"pattern": "needle_literal", "literal": true, "max_matches": 2000}), vec!["-j1", "--no-ignore-global", "-n", "-F", "needle_literal"]),
@@ -114,7 +108,7 @@ async fn main() {
                 rg(&args);
             }));
         }
-        rows.push((label, median(ours), median(theirs)));
+        rows.push((label, p50(ours), p50(theirs)));
     }
     // read_file 1 MiB vs std::fs::read (+ UTF-8 check).
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
@@ -127,7 +121,7 @@ async fn main() {
             std::hint::black_box(std::str::from_utf8(&b).is_ok());
         }));
     }
-    rows.push(("read_file 1 MiB vs std::fs::read", median(ours), median(theirs)));
+    rows.push(("read_file 1 MiB vs std::fs::read", p50(ours), p50(theirs)));
     // read_files 50 x 20 KB vs native reads.
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for _ in 0..rounds * 5 {
@@ -141,7 +135,7 @@ async fn main() {
             }
         }));
     }
-    rows.push(("read_files 50 x 20 KB vs native reads", median(ours), median(theirs)));
+    rows.push(("read_files 50 x 20 KB vs native reads", p50(ours), p50(theirs)));
     println!("| measure | cheng (in process) | baseline | ratio |");
     println!("|---|---|---|---|");
     for (label, a, b) in rows {
@@ -154,5 +148,5 @@ async fn main() {
         host.call(&cx, "read_file", json!({"path": "small.txt"})).await;
         v.push(t.elapsed());
     }
-    println!("read_file 1 KB whole call, records on: p50 {:.1} us", median(v).as_secs_f64() * 1e6);
+    println!("read_file 1 KB whole call, records on: p50 {:.1} us", p50(v).as_secs_f64() * 1e6);
 }

@@ -7,20 +7,14 @@
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use cheng_host::policy::Config;
 use cheng_host::{Context, HostBuilder, Status};
 use serde_json::json;
 
-fn p50(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
+mod common;
+use common::{ms, p50};
 
 fn git(dir: &Path) -> Command {
     let mut c = Command::new("git");

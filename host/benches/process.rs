@@ -15,14 +15,8 @@ use cheng_host::policy::Config;
 use cheng_host::{Context, Host, HostBuilder, Status};
 use serde_json::json;
 
-fn p50(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
+mod common;
+use common::{ms, p50};
 
 async fn host(state: &Path, process: &str) -> Host {
     let mut b = HostBuilder::new();

@@ -159,41 +159,16 @@ fn approval_config(ws: &std::path::Path) -> std::path::PathBuf {
     cfg
 }
 
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
 #[test]
 fn approvals_prompt_on_a_terminal() {
-    use std::io::Write;
     let ws = util::workspace();
     let cfg = approval_config(ws.path());
     let state = tempfile::tempdir().unwrap();
-    // `script` gives the command a pseudo-terminal as its controlling terminal; what we
-    // write to script's stdin is typed at that terminal.
-    let cmd = format!(
-        "{} --state-dir {} --workspace {} --config {} call ap__probe {}",
-        shell_quote(env!("CARGO_BIN_EXE_cheng")),
-        shell_quote(&state.path().display().to_string()),
-        shell_quote(&ws.path().display().to_string()),
-        shell_quote(&cfg.display().to_string()),
-        shell_quote(r#"{"action":"approval","target":"ls -la"}"#),
-    );
+    let (st, w, c) = (state.path().display().to_string(), ws.path().display().to_string(), cfg.display().to_string());
+    let args = ["--state-dir", &st, "--workspace", &w, "--config", &c, "call", "ap__probe", r#"{"action":"approval","target":"ls -la"}"#];
+    // `script` gives cheng a pseudo-terminal; what is typed there answers the prompt.
     for (typed, expected) in [("y\n", "Approved"), ("n\n", "Declined")] {
-        let mut child = std::process::Command::new("script")
-            .args(["-qec", &cmd, "/dev/null"])
-            .env("CHENG_LOG", "error")
-            .env("XDG_CONFIG_HOME", state.path())
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        // Answer once the prompt is up (typed-ahead input would also be read).
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        stdin.write_all(typed.as_bytes()).unwrap();
-        let out = child.wait_with_output().unwrap();
-        let screen = String::from_utf8_lossy(&out.stdout);
+        let screen = util::cheng_at_terminal(&args, state.path(), typed, std::time::Duration::from_millis(300));
         // The card shows the summary and asks; the answer reaches the tool.
         assert!(screen.contains("approval requested"), "{screen}");
         assert!(screen.contains("summary: ls -la"), "{screen}");

@@ -13,36 +13,31 @@ use serde_json::{json, Value};
 
 use crate::util;
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let o = Command::new("git")
-        .args(args)
-        .current_dir(dir)
+/// `git` in `dir` with a fixed identity and no system or user configuration; `date`
+/// sets the author and committer dates.
+fn git_cmd(dir: &Path, date: Option<&str>) -> Command {
+    let mut c = Command::new("git");
+    c.current_dir(dir)
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("HOME", dir)
         .env("GIT_AUTHOR_NAME", "Ada Lovelace")
         .env("GIT_AUTHOR_EMAIL", "ada@example.com")
         .env("GIT_COMMITTER_NAME", "Ada Lovelace")
-        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
-        .output()
-        .unwrap();
+        .env("GIT_COMMITTER_EMAIL", "ada@example.com");
+    if let Some(d) = date {
+        c.env("GIT_AUTHOR_DATE", d).env("GIT_COMMITTER_DATE", d);
+    }
+    c
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let o = git_cmd(dir, None).args(args).output().unwrap();
     assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8(o.stdout).unwrap()
 }
 
 fn commit(dir: &Path, msg: &str, date: &str) {
-    let o = Command::new("git")
-        .args(["commit", "-q", "-m", msg])
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .env("GIT_AUTHOR_NAME", "Ada Lovelace")
-        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
-        .env("GIT_COMMITTER_NAME", "Ada Lovelace")
-        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
-        .env("GIT_AUTHOR_DATE", date)
-        .env("GIT_COMMITTER_DATE", date)
-        .output()
-        .unwrap();
+    let o = git_cmd(dir, Some(date)).args(["commit", "-q", "-m", msg]).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 

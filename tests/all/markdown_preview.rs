@@ -179,6 +179,8 @@ async fn suggestions_apply_with_edit_file_and_leave_nothing_to_fix() {
     let text = "# Doc\n\nsame line  \t\nsame line\n\n\n\nsame line  \t\n#Heading\n\nend   \n\n```\ncode\n";
     std::fs::write(ws.path().join("f.md"), text).unwrap();
     let o = md(&h, ws.path(), "format_suggestions", "f.md").await;
+    // The tool itself wrote nothing.
+    assert_eq!(std::fs::read_to_string(ws.path().join("f.md")).unwrap(), text);
     let edits = o["suggested_edits"].as_array().unwrap().clone();
     assert!(edits.len() >= 3, "{o}");
     let codes: Vec<&str> = edits.iter().flat_map(|e| e["codes"].as_array().unwrap().iter().map(|c| c.as_str().unwrap())).collect();
@@ -199,7 +201,6 @@ async fn suggestions_apply_with_edit_file_and_leave_nothing_to_fix() {
     }
     let after = std::fs::read_to_string(ws.path().join("f.md")).unwrap();
     assert!(after.contains("# Heading\n") && after.ends_with("code\n```\n"), "{after:?}");
-    // The tool itself never wrote: the suggestions came first, the file changed only through edit_file.
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -210,9 +210,7 @@ async fn a_write_grant_cannot_link_in_or_symlink_out_and_the_log_shows_it() {
     let r = h.call(&cx, "write_file", json!({"path": "out/evil", "content": "pwned"})).await;
     assert_eq!(r.error_kind, Some(cheng_host::ErrorKind::PathRefused), "{}", r.output);
     assert_eq!(std::fs::read_to_string(&secret).unwrap(), "TOPSECRET");
-    for r in [&r] {
-        assert!(!r.output.to_string().contains("TOPSECRET"));
-    }
+    assert!(!r.output.to_string().contains("TOPSECRET"));
     // .git is never in a grant: a write there fails, through WASI and through the host.
     std::fs::create_dir_all(ws.path().join(".git")).unwrap();
     std::fs::write(ws.path().join(".git/config"), "[core]\n").unwrap();

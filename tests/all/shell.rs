@@ -518,7 +518,6 @@ async fn refusals_are_recorded_as_denials() {
 
 #[test]
 fn cli_refuses_without_a_terminal_and_prompts_on_one() {
-    use std::io::Write;
     let ws = util::workspace();
     let state = tempfile::tempdir().unwrap();
     let input = r#"{"command":"ls","args":["-la"]}"#;
@@ -537,27 +536,13 @@ fn cli_refuses_without_a_terminal_and_prompts_on_one() {
     assert_eq!(o.status.code(), Some(2));
     assert!(started.elapsed() < Duration::from_secs(60));
 
-    let q = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
-    let cmd = format!(
-        "{} --state-dir {} --workspace {} call workspace_shell {}",
-        q(env!("CARGO_BIN_EXE_cheng")),
-        q(&state.path().display().to_string()),
-        q(&ws.path().display().to_string()),
-        q(input)
+    let (st, w) = (state.path().display().to_string(), ws.path().display().to_string());
+    let screen = util::cheng_at_terminal(
+        &["--state-dir", &st, "--workspace", &w, "call", "workspace_shell", input],
+        state.path(),
+        "y\n",
+        Duration::from_millis(1500),
     );
-    let mut child = std::process::Command::new("script")
-        .args(["-qec", &cmd, "/dev/null"])
-        .env("CHENG_LOG", "error")
-        .env("XDG_CONFIG_HOME", state.path())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    stdin.write_all(b"y\n").unwrap();
-    let out = child.wait_with_output().unwrap();
-    let screen = String::from_utf8_lossy(&out.stdout);
     assert!(screen.contains("summary: ls -la"), "{screen}");
     assert!(screen.contains("\"termination\": \"exited\""), "{screen}");
     assert!(screen.contains("inside.txt"), "{screen}");

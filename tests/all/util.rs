@@ -83,3 +83,29 @@ pub fn cheng_in(workspace: &Path, state: &Path) -> std::process::Command {
     c.env("XDG_CONFIG_HOME", shared_state().join("no-config"));
     c
 }
+
+/// Run `cheng ARGS` with a pseudo-terminal as its controlling terminal (through
+/// `script`), type `typed` at it after `wait` (typed-ahead input would also be read),
+/// and return what appeared on the screen. Its config and state stay under `state`.
+pub fn cheng_at_terminal(args: &[&str], state: &Path, typed: &str, wait: std::time::Duration) -> String {
+    use std::io::Write;
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+    let mut cmd = quote(env!("CARGO_BIN_EXE_cheng"));
+    for a in args {
+        cmd.push(' ');
+        cmd.push_str(&quote(a));
+    }
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env("CHENG_LOG", "error")
+        .env("XDG_CONFIG_HOME", state)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::sleep(wait);
+    stdin.write_all(typed.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

@@ -275,8 +275,6 @@ pub struct Prepared {
     pub display: String,
     /// The working directory, workspace-relative (`.` for the root).
     pub cwd_rel: String,
-    /// The working directory, absolute (for the approval card).
-    pub cwd_abs: PathBuf,
     /// The workspace root (writable under Landlock).
     pub root: PathBuf,
     cwd_fd: OwnedFd,
@@ -289,6 +287,13 @@ pub struct Prepared {
     pub decision: RuleDecision,
     /// Set when the program could not be found; the run reports `spawn_failed`.
     pub missing: Option<String>,
+}
+
+impl Prepared {
+    /// The working directory, absolute (for the approval card).
+    pub fn cwd_abs(&self) -> PathBuf {
+        if self.cwd_rel == "." { self.root.clone() } else { self.root.join(&self.cwd_rel) }
+    }
 }
 
 /// How a command ended.
@@ -368,8 +373,7 @@ impl Spawner {
             if k == "PATH" || k == "TMPDIR" {
                 continue;
             }
-            let listed = DEFAULT_ENV.iter().any(|d| name_matches(d, &k)) || cfg.env.iter().any(|d| name_matches(d, &k));
-            if listed && !env_never_passed(&k) {
+            if env_listed(&cfg, &k) && !env_never_passed(&k) {
                 passthrough.insert(k, v);
             }
         }
@@ -382,9 +386,6 @@ impl Spawner {
         &self.cfg
     }
 
-    fn env_allowed(&self, name: &str) -> bool {
-        DEFAULT_ENV.iter().any(|d| name_matches(d, name)) || self.cfg.env.iter().any(|d| name_matches(d, name))
-    }
 
     /// Check `req` and resolve its program and working directory.
     pub fn prepare(&self, guard: &Guard, req: &Request) -> Result<Prepared, Refusal> {
@@ -462,7 +463,6 @@ impl Spawner {
             return Err(refuse(ErrorKind::InvalidArgument, format!("cwd \"{cwd_req}\" is a file, not a directory")));
         }
         let cwd_rel = if opened.rel.is_empty() { ".".to_string() } else { opened.rel.clone() };
-        let cwd_abs = if cwd_rel == "." { guard.root().to_path_buf() } else { guard.root().join(&cwd_rel) };
 
         // 4. The program: the host's PATH, or a relative path inside the workspace.
         let (program, missing) = if via_shell {
@@ -510,7 +510,7 @@ impl Spawner {
             if k == "PATH" || k == "TMPDIR" {
                 return Err(refuse(ErrorKind::CommandNotAllowed, format!("environment variable \"{k}\" is set by the host; leave it out")));
             }
-            if !self.env_allowed(k) {
+            if !env_listed(&self.cfg, k) {
                 return Err(refuse(
                     ErrorKind::CommandNotAllowed,
                     format!("environment variable \"{k}\" is not in the allowlist; the operator can add it under [process] env"),
@@ -529,7 +529,6 @@ impl Spawner {
             args: words[1..].to_vec(),
             display,
             cwd_rel,
-            cwd_abs,
             root: guard.root().to_path_buf(),
             cwd_fd: opened.fd,
             env: env.into_iter().collect(),
@@ -639,8 +638,8 @@ impl Spawner {
         let mut reaper = Reaper::new(child.pidfd);
         let mut tree = contain::Tree::new(child.pid, cgroup);
         let cap = self.cfg.output_bytes;
-        let out = tokio::spawn(capture::drain(pipe_reader(child.stdout), cap));
-        let err = tokio::spawn(capture::drain(pipe_reader(child.stderr), cap));
+        let out = capture_pipe(child.stdout, cap);
+        let err = capture_pipe(child.stderr, cap);
         let grace = Duration::from_millis(self.cfg.kill_grace_ms);
 
         enum Ended {
@@ -729,14 +728,16 @@ impl Spawner {
     }
 }
 
-/// A tokio reader over a pipe's read end.
-fn pipe_reader(fd: OwnedFd) -> tokio::net::unix::pipe::Receiver {
-    // Blocking reads would stall a runtime thread; the receiver sets O_NONBLOCK.
-    tokio::net::unix::pipe::Receiver::from_owned_fd(fd).unwrap_or_else(|_| {
-        // Registration cannot fail for a fresh pipe; an empty pipe is the safe answer.
-        let (_w, r) = tokio::net::unix::pipe::pipe().expect("a pipe");
-        r
-    })
+/// Read a pipe's read end to its end into a head+tail buffer, in a task.
+fn capture_pipe(fd: OwnedFd, cap: usize) -> tokio::task::JoinHandle<capture::HeadTail> {
+    // The receiver sets O_NONBLOCK, so no runtime thread blocks on the read.
+    match tokio::net::unix::pipe::Receiver::from_owned_fd(fd) {
+        Ok(r) => tokio::spawn(capture::drain(r, cap)),
+        Err(e) => {
+            tracing::warn!(target: "cheng::process", "cannot read the command's output: {e}");
+            tokio::spawn(async move { capture::HeadTail::new(cap) })
+        }
+    }
 }
 
 /// Owns the child's pidfd; reaps the child on drop if nobody did (a dropped call), in
@@ -785,6 +786,11 @@ impl Drop for RemoveDir {
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Whether `name` is on the allowlist: the defaults or the operator's `[process] env`.
+fn env_listed(cfg: &ProcessConfig, name: &str) -> bool {
+    DEFAULT_ENV.iter().any(|d| name_matches(d, name)) || cfg.env.iter().any(|d| name_matches(d, name))
 }
 
 /// `LC_*`-style patterns: a trailing `*` matches any suffix.
@@ -892,7 +898,7 @@ pub fn card(p: &Prepared) -> (String, String) {
     let escaped = escape_for_card(&p.display);
     let first = escaped.lines().next().unwrap_or("").to_string();
     let summary = if escaped.lines().nth(1).is_some() { format!("{first} …") } else { first };
-    let detail = format!("{escaped}\n(in {})", escape_for_card(&p.cwd_abs.to_string_lossy()));
+    let detail = format!("{escaped}\n(in {})", escape_for_card(&p.cwd_abs().to_string_lossy()));
     (summary, detail)
 }
 

@@ -351,12 +351,8 @@ fn inside_workspace(target: &str, base: &Path, cx: &Context) -> Option<PathBuf> 
     out.starts_with(guest_root).then_some(out)
 }
 
-/// Paths as git prints them in porcelain v1: quoted with C escapes when needed.
-fn quote(p: &str) -> String {
-    quote_bytes(p.as_bytes())
-}
-
-/// [`quote`] on raw bytes (names that are not UTF-8 keep their bytes, octal-escaped).
+/// A path as git prints it in porcelain v1: quoted with C escapes when needed (names
+/// that are not UTF-8 keep their bytes, octal-escaped).
 fn quote_bytes(p: &[u8]) -> String {
     // As `git status` quotes: also when the path holds a space.
     let needs = p.iter().any(|&b| b == b'"' || b == b'\\' || b == b' ' || b < 0x20 || b >= 0x7f);
@@ -391,7 +387,7 @@ fn lossy(b: &gix::bstr::BStr, stderr: &mut String) -> String {
 
 fn status(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mut String) -> Result<Vec<FileStatus>, Failure> {
     use gix::status::index_worktree::Item as Iw;
-    use gix_status_types::*;
+    use gix::status::plumbing::index_as_worktree::{Change, EntryStatus};
     let mut map: BTreeMap<String, FileStatus> = BTreeMap::new();
     let platform = repo
         .status(gix::progress::Discard)
@@ -452,12 +448,8 @@ fn status(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mut S
             },
         }
     }
-    for (raw, dir) in untracked(repo, cx)? {
-        let mut shown = String::from_utf8_lossy(&raw).into_owned();
-        if raw.iter().any(|b| *b >= 0x80) && std::str::from_utf8(&raw).is_err() {
-            stderr.push_str(&format!("warning: a path is not UTF-8 and is shown with replacement characters: {shown}\n"));
-        }
-        let mut raw = raw;
+    for (mut raw, dir) in untracked(repo, cx)? {
+        let mut shown = lossy(raw.as_bstr(), stderr);
         if dir {
             shown.push('/');
             raw.push(b'/');
@@ -498,19 +490,24 @@ fn untracked(repo: &gix::Repository, cx: &Context) -> Result<Vec<(Vec<u8>, bool)
         .excludes(&index, None, gix::worktree::stack::state::ignore::Source::WorktreeThenIdMappingIfNotSkipped)
         .map_err(io)?;
     let mut out = Vec::new();
-    // (repository-relative bytes of a directory, whether it is tracked territory)
-    let mut stack: Vec<Vec<u8>> = vec![Vec::new()];
-    while let Some(dir) = stack.pop() {
+    // Directories to list: repository-relative bytes, and whether the directory itself
+    // is untracked (then a `.git` inside makes it a nested repository, listed whole).
+    let mut stack: Vec<(Vec<u8>, bool)> = vec![(Vec::new(), false)];
+    while let Some((dir, untracked_dir)) = stack.pop() {
         let dir_str = String::from_utf8_lossy(&dir).into_owned();
         let list_path = match (root_rel.as_str(), dir.is_empty()) {
             (".", true) => ".".to_string(),
-            (".", false) => dir_str.clone(),
+            (".", false) => dir_str,
             (r, true) => r.to_string(),
             (r, false) => format!("{r}/{dir_str}"),
         };
         let Ok(entries) = cheng_sdk::host::read_dir(&list_path, false) else { continue };
+        if untracked_dir && entries.iter().any(|e| e.name == ".git") {
+            out.push((dir, true));
+            continue;
+        }
         for e in entries {
-            let name = if e.valid_utf8 { e.name.clone().into_bytes() } else { unescape(&e.name) };
+            let name = if e.valid_utf8 { e.name.into_bytes() } else { unescape(&e.name) };
             if dir.is_empty() && name == b".git" {
                 continue;
             }
@@ -519,36 +516,22 @@ fn untracked(repo: &gix::Repository, cx: &Context) -> Result<Vec<(Vec<u8>, bool)
                 rel.push(b'/');
             }
             rel.extend_from_slice(&name);
-            let is_dir = e.kind == cheng_sdk::host::EntryKind::Dir;
             if tracked.contains(&rel) {
                 continue;
             }
+            let is_dir = e.kind == cheng_sdk::host::EntryKind::Dir;
             let mode = if is_dir { Some(gix::index::entry::Mode::DIR) } else { None };
-            let excluded = excludes
-                .at_entry(rel.as_bstr(), mode)
-                .map(|p| p.is_excluded())
-                .unwrap_or(false);
-            if is_dir {
-                if tracked_dirs.contains(&rel) {
-                    stack.push(rel);
-                    continue;
-                }
-                if excluded {
-                    continue;
-                }
-                if !e.valid_utf8 {
+            let excluded = excludes.at_entry(rel.as_bstr(), mode).map(|p| p.is_excluded()).unwrap_or(false);
+            if is_dir && tracked_dirs.contains(&rel) {
+                stack.push((rel, false));
+            } else if is_dir && !excluded {
+                if e.valid_utf8 {
+                    stack.push((rel, true));
+                } else {
                     // Cannot be listed by name: shown as a directory.
                     out.push((rel, true));
-                    continue;
                 }
-                let inner = format!("{list_path}/{}", e.name).trim_start_matches("./").to_string();
-                let nested = cheng_sdk::host::read_dir(&inner, false).map(|v| v.iter().any(|x| x.name == ".git")).unwrap_or(false);
-                if nested {
-                    out.push((rel, true));
-                } else {
-                    stack.push(rel);
-                }
-            } else if !excluded && matches!(e.kind, cheng_sdk::host::EntryKind::File | cheng_sdk::host::EntryKind::Symlink) {
+            } else if !is_dir && !excluded && matches!(e.kind, cheng_sdk::host::EntryKind::File | cheng_sdk::host::EntryKind::Symlink) {
                 out.push((rel, false));
             }
         }
@@ -575,9 +558,6 @@ fn unescape(name: &str) -> Vec<u8> {
     out
 }
 
-mod gix_status_types {
-    pub use gix::status::plumbing::index_as_worktree::{Change, EntryStatus};
-}
 
 fn branches(repo: &gix::Repository) -> Result<(Vec<Branch>, String), Failure> {
     let head_name = repo.head_name().ok().flatten();
@@ -643,11 +623,9 @@ fn resolve(repo: &gix::Repository, rev: &str) -> Result<gix::ObjectId, Failure> 
     Ok(commit.id)
 }
 
-fn head_commit_id(repo: &gix::Repository) -> Result<Option<gix::ObjectId>, Failure> {
-    match repo.head_id() {
-        Ok(id) => Ok(Some(id.detach())),
-        Err(_) => Ok(None),
-    }
+/// HEAD's commit, or none on an unborn branch.
+fn head_commit_id(repo: &gix::Repository) -> Option<gix::ObjectId> {
+    repo.head_id().ok().map(|id| id.detach())
 }
 
 fn commit_info(c: &gix::Commit<'_>) -> Result<Commit, Failure> {
@@ -684,7 +662,7 @@ fn header(c: &gix::Commit<'_>) -> Result<String, Failure> {
 fn log(repo: &gix::Repository, rev: Option<&str>, n: usize) -> Result<(Vec<Commit>, String), Failure> {
     let start = match rev {
         Some(r) => resolve(repo, r)?,
-        None => match head_commit_id(repo)? {
+        None => match head_commit_id(repo) {
             Some(id) => id,
             None => return Ok((Vec::new(), String::new())),
         },
@@ -828,7 +806,7 @@ fn tree_diff(
 
 /// The working tree against HEAD, for tracked paths (in HEAD or in the index).
 fn diff_head(repo: &gix::Repository, specs: &[String], stderr: &mut String) -> Result<(Vec<FileStatus>, String), Failure> {
-    let head_tree = match head_commit_id(repo)? {
+    let head_tree = match head_commit_id(repo) {
         Some(id) => Some(repo.find_commit(id).map_err(io)?.tree_id().map_err(io)?.detach()),
         None => None,
     };

@@ -150,7 +150,7 @@ impl Tool for WorkspaceMarkdown {
     fn run(input: MarkdownInput, cx: &Context) -> Result<MarkdownOutput, Failure> {
         let resolved = cx.resolve(&input.path)?;
         let bytes = host::read_file(&resolved.rel, MAX_FILE_BYTES)?;
-        if bytes.iter().take(8192).any(|b| *b == 0) {
+        if cheng_fs_core::text::looks_binary(&bytes) {
             return Err(Failure::new(ErrorKind::BinaryFile, format!("\"{}\" is a binary file, not Markdown", input.path)));
         }
         let text = String::from_utf8_lossy(&bytes).into_owned();

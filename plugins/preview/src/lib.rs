@@ -15,6 +15,7 @@
 
 use std::io::Read;
 
+use cheng_fs_core::text::looks_binary;
 use cheng_sdk::host;
 use cheng_sdk::prelude::*;
 use sha2::{Digest, Sha256};
@@ -140,7 +141,7 @@ impl Tool for WorkspacePreview {
             Some(p) => {
                 let r = cx.resolve(p)?;
                 let bytes = host::read_file(&r.rel, MAX_SOURCE_BYTES)?;
-                if bytes.iter().take(8192).any(|b| *b == 0) {
+                if looks_binary(&bytes) {
                     return Err(Failure::new(ErrorKind::BinaryFile, format!("\"{p}\" is a binary file; use operation artifact_summary to describe it")));
                 }
                 out.source_path = Some(r.rel);
@@ -362,7 +363,7 @@ fn sniff(head: &[u8], name: &str) -> &'static str {
         "application/wasm"
     } else if starts(b"\x7fELF") {
         "application/x-elf"
-    } else if head.iter().take(8192).any(|b| *b == 0) {
+    } else if looks_binary(head) {
         "application/octet-stream"
     } else {
         let text = String::from_utf8_lossy(&head[..head.len().min(4096)]);
@@ -450,7 +451,7 @@ fn bytes_metadata(bytes: &[u8]) -> serde_json::Value {
         "kind": kind,
         "sha256": hex(&Sha256::digest(bytes)),
     });
-    if !bytes.iter().take(8192).any(|b| *b == 0) {
+    if !looks_binary(bytes) {
         meta["line_count"] = count_lines(bytes, true).into();
     }
     describe(&mut meta, &bytes[..bytes.len().min(256 * 1024)], kind);
@@ -481,7 +482,7 @@ fn file_metadata(guest: &std::path::Path, rel: &str) -> Result<serde_json::Value
     (&mut f).take(256 * 1024).read_to_end(&mut head).map_err(io)?;
     let name = rel.rsplit('/').next().unwrap_or(rel);
     let kind = sniff(&head, name);
-    let text = !head.iter().take(8192).any(|b| *b == 0);
+    let text = !looks_binary(&head);
     let mut hasher = Sha256::new();
     hasher.update(&head);
     let mut lines = count_lines(&head, false);

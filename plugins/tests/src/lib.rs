@@ -7,7 +7,9 @@
 //!   confinement and caps apply, as for `workspace_shell`) and reads the runner's output
 //!   into counts and failure locations (`cheng-test-report`).
 
-use std::collections::BTreeSet;
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
+use std::rc::Rc;
 
 use cheng_sdk::host::{self, EntryKind, Termination};
 use cheng_sdk::prelude::*;
@@ -276,13 +278,15 @@ struct Dir {
     /// Workspace-relative, "." for the root.
     rel: String,
     names: BTreeSet<String>,
+    /// Files read so far (a manifest is read once, however many evidence lines it gives).
+    read: RefCell<HashMap<String, Option<Rc<str>>>>,
 }
 
 impl Dir {
     fn open(rel: &str) -> Result<Dir, Failure> {
         let entries = host::read_dir(rel, false)?;
         let names = entries.into_iter().filter(|e| e.valid_utf8 && e.kind != EntryKind::Symlink).map(|e| e.name).collect();
-        Ok(Dir { rel: rel.to_string(), names })
+        Ok(Dir { rel: rel.to_string(), names, read: RefCell::default() })
     }
 
     fn path(&self, name: &str) -> String {
@@ -293,11 +297,15 @@ impl Dir {
         self.names.contains(name)
     }
 
-    fn read(&self, name: &str) -> Option<String> {
+    fn read(&self, name: &str) -> Option<Rc<str>> {
         if !self.has(name) {
             return None;
         }
-        host::read_file(&self.path(name), MAX_MANIFEST).ok().map(|b| String::from_utf8_lossy(&b).into_owned())
+        self.read
+            .borrow_mut()
+            .entry(name.to_string())
+            .or_insert_with(|| host::read_file(&self.path(name), MAX_MANIFEST).ok().map(|b| String::from_utf8_lossy(&b).into()))
+            .clone()
     }
 
     fn ev(&self, name: &str, text: &str, needle: Option<&str>) -> Evidence {
@@ -430,11 +438,10 @@ fn detect(input: &TestsInput, cx: &Context) -> Result<TestsOutput, Failure> {
         let script = pkg.get("scripts").and_then(|s| s.get("test")).and_then(|v| v.as_str());
         if let Some(s) = script.filter(|s| !s.contains("no test specified")) {
             let runner = if s.contains("vitest") { "vitest" } else if s.contains("jest") { "jest" } else { "npm script" };
-            let args: &[&str] = if pm == "npm" || pm == "bun" { &["test"] } else { &["test"] };
             d.suggested_commands.push(suggestion(
                 runner,
                 &pm,
-                args,
+                &["test"],
                 &rel,
                 "high",
                 vec![dir.ev("package.json", &format!("scripts.test: {s}"), Some("\"test\"")), pm_ev.clone()],
