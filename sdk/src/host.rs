@@ -239,18 +239,67 @@ pub fn read_dir(path: &str, sizes: bool) -> Result<Vec<DirEntry>, Failure> {
     let list = wfs::read_dir(path, sizes).map_err(Failure::from_wit)?;
     Ok(list
         .into_iter()
-        .map(|e| DirEntry {
-            name: e.name,
-            valid_utf8: e.valid_utf8,
-            kind: match e.kind {
-                wfs::EntryKind::File => EntryKind::File,
-                wfs::EntryKind::Dir => EntryKind::Dir,
-                wfs::EntryKind::Symlink => EntryKind::Symlink,
-                wfs::EntryKind::Other => EntryKind::Other,
-            },
-            size: e.size,
-        })
+        .map(|e| DirEntry { name: e.name, valid_utf8: e.valid_utf8, kind: entry_kind(e.kind), size: e.size })
         .collect())
+}
+
+/// One directory entry with its `lstat`, from [`stat_dirs`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryStat {
+    /// The name; bytes that are not UTF-8 are escaped as `\xNN`.
+    pub name: String,
+    /// False when the name had to be escaped.
+    pub valid_utf8: bool,
+    /// What it is (a symbolic link is described, not followed).
+    pub kind: EntryKind,
+    /// File type and permission bits (`st_mode`).
+    pub mode: u32,
+    /// Size in bytes.
+    pub size: u64,
+    /// Last modification: seconds since the epoch and nanoseconds.
+    pub mtime: (i64, u32),
+    /// Last status change: seconds since the epoch and nanoseconds.
+    pub ctime: (i64, u32),
+    /// Device number.
+    pub device: u64,
+    /// Inode number.
+    pub inode: u64,
+    /// Owner id.
+    pub uid: u32,
+    /// Group id.
+    pub gid: u32,
+}
+
+/// List many workspace directories in one host call, each sorted by name with every
+/// entry's metadata: what a tool needs to tell changed files from unchanged ones
+/// without opening them (a version-control status, a build's freshness check). Each
+/// directory succeeds or fails alone.
+pub fn stat_dirs(paths: &[String]) -> Vec<Result<Vec<EntryStat>, Failure>> {
+    use crate::wit::cheng::tool::fs as wfs;
+    let one = |e: wfs::EntryStat| EntryStat {
+        name: e.name,
+        valid_utf8: e.valid_utf8,
+        kind: entry_kind(e.kind),
+        mode: e.mode,
+        size: e.size,
+        mtime: (e.mtime_seconds, e.mtime_nanoseconds),
+        ctime: (e.ctime_seconds, e.ctime_nanoseconds),
+        device: e.device,
+        inode: e.inode,
+        uid: e.uid,
+        gid: e.gid,
+    };
+    wfs::stat_dirs(paths).into_iter().map(|r| r.map_err(Failure::from_wit).map(|list| list.into_iter().map(one).collect())).collect()
+}
+
+fn entry_kind(k: crate::wit::cheng::tool::fs::EntryKind) -> EntryKind {
+    use crate::wit::cheng::tool::fs as wfs;
+    match k {
+        wfs::EntryKind::File => EntryKind::File,
+        wfs::EntryKind::Dir => EntryKind::Dir,
+        wfs::EntryKind::Symlink => EntryKind::Symlink,
+        wfs::EntryKind::Other => EntryKind::Other,
+    }
 }
 
 /// Read a whole workspace file in one host call (the fast way: one call instead of an

@@ -230,6 +230,28 @@ impl Guard {
     /// sizes when `sizes` (0 otherwise), sorted by name. Symlinks are reported, never
     /// followed.
     pub fn read_dir(&self, path: &str, sizes: bool) -> Result<Vec<DirEntry>, WriteError> {
+        let want = |ft| ft == rustix::fs::FileType::Unknown || (sizes && ft == rustix::fs::FileType::RegularFile);
+        Ok(self
+            .list(path, want)?
+            .into_iter()
+            .map(|(mut e, _)| {
+                if e.kind != EntryKind::File {
+                    e.size = 0;
+                }
+                e
+            })
+            .collect())
+    }
+
+    /// List the directory at `path` with every entry's `lstat`, sorted by name.
+    pub fn read_dir_stat(&self, path: &str) -> Result<Vec<(DirEntry, rustix::fs::Stat)>, WriteError> {
+        Ok(self.list(path, |_| true)?.into_iter().filter_map(|(e, st)| Some((e, st?))).collect())
+    }
+
+    /// The listing both of the above share: an entry is `lstat`ed when `want_stat`
+    /// says so for its kind from the listing (`Unknown` when the filesystem does not
+    /// give kinds); entries that vanish between the listing and the stat are skipped.
+    fn list(&self, path: &str, want_stat: impl Fn(rustix::fs::FileType) -> bool) -> Result<Vec<(DirEntry, Option<rustix::fs::Stat>)>, WriteError> {
         let opened = self.open(path)?;
         let dir = rustix::fs::openat(&opened.fd, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
             .map_err(|e| match e {
@@ -244,15 +266,16 @@ impl Guard {
             if raw == b"." || raw == b".." {
                 continue;
             }
-            // The kind comes with the listing (d_type) on most filesystems; a stat is
-            // needed only when it does not, or for a file's size when asked.
+            // The kind comes with the listing (d_type) on most filesystems.
             let mut ft = ent.file_type();
+            let mut stat = None;
             let mut size = 0;
-            if ft == rustix::fs::FileType::Unknown || (sizes && ft == rustix::fs::FileType::RegularFile) {
+            if want_stat(ft) {
                 match rustix::fs::statat(&dir, ent.file_name(), AtFlags::SYMLINK_NOFOLLOW) {
                     Ok(st) => {
                         ft = rustix::fs::FileType::from_raw_mode(st.st_mode);
                         size = st.st_size as u64;
+                        stat = Some(st);
                     }
                     // Gone since it was listed.
                     Err(_) => continue,
@@ -264,17 +287,14 @@ impl Guard {
                 rustix::fs::FileType::Symlink => EntryKind::Symlink,
                 _ => EntryKind::Other,
             };
-            if kind != EntryKind::File {
-                size = 0;
-            }
             let (name, valid_utf8) = match std::str::from_utf8(raw) {
                 Ok(s) => (s.to_string(), true),
                 Err(_) => (escape_name(raw), false),
             };
-            entries.push((raw.to_vec(), DirEntry { name, valid_utf8, kind, size }));
+            entries.push((raw.to_vec(), DirEntry { name, valid_utf8, kind, size }, stat));
         }
         entries.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(entries.into_iter().map(|(_, e)| e).collect())
+        Ok(entries.into_iter().map(|(_, e, st)| (e, st)).collect())
     }
 
     /// Remove the file at `path` (not a directory, not through a symlink).
@@ -335,6 +355,16 @@ mod tests {
         assert_eq!((a.kind, a.size), (EntryKind::File, 3));
         assert_eq!(l.iter().find(|e| e.name == "link").unwrap().kind, EntryKind::Symlink);
         assert_eq!(l.iter().find(|e| e.name == "x").unwrap().kind, EntryKind::Dir);
+        // The same listing with each entry's lstat, matching std's.
+        use std::os::unix::fs::MetadataExt;
+        let st = g.read_dir_stat(".").unwrap();
+        assert_eq!(st.iter().map(|(e, _)| e.name.clone()).collect::<Vec<_>>(), l.iter().map(|e| e.name.clone()).collect::<Vec<_>>());
+        for (e, s) in &st {
+            let m = std::fs::symlink_metadata(dir.join(&e.name)).unwrap();
+            assert_eq!((s.st_ino as u64, s.st_mode as u32, s.st_size as u64), (m.ino(), m.mode(), m.size()), "{}", e.name);
+            assert_eq!((s.st_mtime as i64, s.st_mtime_nsec as i64), (m.mtime(), m.mtime_nsec()), "{}", e.name);
+        }
+        assert!(g.read_dir_stat("a.txt").is_err());
         assert_eq!(g.read_dir(".", false).unwrap().iter().find(|e| e.name == "a.txt").unwrap().size, 0);
         // Removal: files only.
         g.remove_file("x/y/z.txt").unwrap();

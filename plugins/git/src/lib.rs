@@ -22,6 +22,8 @@ use std::path::{Path, PathBuf};
 use cheng_sdk::prelude::*;
 use gix::bstr::ByteSlice;
 
+mod worktree;
+
 /// Default cap on `stdout`.
 pub const DEFAULT_MAX_BYTES: u64 = 262_144;
 /// Default number of commits.
@@ -227,7 +229,7 @@ impl Tool for WorkspaceGit {
             }
             Operation::Diff => {
                 out.operation = "diff".into();
-                let (files, text) = diff_head(&repo, &input.pathspecs, &mut stderr)?;
+                let (files, text) = diff_head(&repo, cx, &input.pathspecs, &mut stderr)?;
                 out.summary = if files.is_empty() { "No differences between HEAD and the working tree".into() } else { format!("{} files differ from HEAD", files.len()) };
                 out.files = Some(files);
                 text
@@ -309,13 +311,12 @@ fn open_repo(dir: &Path, cx: &Context) -> Result<gix::Repository, Failure> {
     Err(fail(ErrorKind::NotFound, "not a git repository: no .git in this directory or any parent within the workspace"))
 }
 
-/// How repositories are opened: no system or user configuration (there is none in the
-/// sandbox anyway), and file stats compared on modification time and size only — WASI
-/// reports no owner, group or change time, so git's default comparison would call every
-/// file changed and hash all of them (entries written in the same second as the index
-/// are still hashed, as git does).
+/// How repositories are opened: the repository's own configuration only (there is no
+/// system or user configuration in the sandbox anyway). File stats are compared with the
+/// repository's settings against the host's `lstat` (see worktree.rs).
 fn options() -> gix::open::Options {
-    gix::open::Options::isolated().config_overrides(["core.checkStat=minimal", "core.trustCTime=false"])
+    // The index's trailing checksum is not verified on read, as git does not.
+    gix::open::Options::isolated().config_overrides(["index.skipHash=true"])
 }
 
 /// The guest path of a `gitdir:` target (absolute on the host, or relative to `base`),
@@ -385,129 +386,158 @@ fn lossy(b: &gix::bstr::BStr, stderr: &mut String) -> String {
     }
 }
 
+/// Does the index's cached tree (git's `TREE` extension, kept valid by checkout and
+/// commit and invalidated along every path staged since) say the index holds exactly
+/// `tree`? Then HEAD and the index need no comparison, as git skips it too.
+fn index_matches_tree(index: &gix::index::State, tree: &gix::oid) -> bool {
+    index.tree().is_some_and(|t| t.num_entries.is_some() && t.id == tree)
+        && !index.entries().iter().any(|e| e.flags.contains(gix::index::entry::Flags::INTENT_TO_ADD) || e.stage_raw() != 0)
+}
+
+/// HEAD's tree, or the empty tree before the first commit.
+fn head_tree(repo: &gix::Repository) -> Result<gix::ObjectId, Failure> {
+    match head_commit_id(repo) {
+        Some(id) => Ok(repo.find_commit(id).map_err(io)?.tree_id().map_err(io)?.detach()),
+        None => Ok(gix::ObjectId::empty_tree(repo.object_hash())),
+    }
+}
+
+/// The working tree: its guest path, and its workspace-relative path for the host.
+fn root_rel(repo: &gix::Repository, cx: &Context) -> Result<(PathBuf, String), Failure> {
+    let workdir = repo.workdir().ok_or_else(|| fail(ErrorKind::InvalidArgument, "a bare repository has no working tree"))?.to_path_buf();
+    let rel = cx.host_path(&workdir.to_string_lossy()).into_owned();
+    Ok((workdir, rel))
+}
+
 fn status(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mut String) -> Result<Vec<FileStatus>, Failure> {
-    use gix::status::index_worktree::Item as Iw;
-    use gix::status::plumbing::index_as_worktree::{Change, EntryStatus};
-    let mut map: BTreeMap<String, FileStatus> = BTreeMap::new();
-    let platform = repo
-        .status(gix::progress::Discard)
-        .map_err(io)?
-        // Untracked files come from our own walk below (through the host's listing: one
-        // call per directory, and names that are not UTF-8 survive it).
-        .untracked_files(gix::status::UntrackedFiles::None)
-        .index_worktree_rewrites(None)
-        .index_worktree_submodules(gix::status::Submodule::Given { ignore: gix::submodule::config::Ignore::All, check_dirty: false });
-    for item in platform.into_iter(None).map_err(io)? {
-        let item = item.map_err(io)?;
-        match item {
-            gix::status::Item::TreeIndex(change) => {
-                use gix::diff::index::ChangeRef;
-                let (path, letter, from) = match &change {
-                    ChangeRef::Addition { location, .. } => (location.as_ref(), "A", None),
-                    ChangeRef::Deletion { location, .. } => (location.as_ref(), "D", None),
-                    ChangeRef::Modification { location, previous_entry_mode, entry_mode, .. } => {
-                        (location.as_ref(), if previous_entry_mode != entry_mode && previous_entry_mode.to_tree_entry_mode() != entry_mode.to_tree_entry_mode() { "T" } else { "M" }, None)
-                    }
-                    ChangeRef::Rewrite { source_location, location, copy, .. } => (location.as_ref(), if *copy { "C" } else { "R" }, Some(source_location.as_ref())),
-                };
-                let p = lossy(path, stderr);
-                let raw = path.to_vec();
-                let raw_from = from.map(|f| f.to_vec());
-                let from = from.map(|f| lossy(f, stderr));
-                let e = map.entry(p.clone()).or_insert_with(|| FileStatus::new(p, raw));
-                e.index = letter.into();
-                e.from = from;
-                e.raw_from = raw_from;
+    use gix::diff::index::ChangeRef;
+    let want = |p: &gix::bstr::BStr| selected(specs, &p.to_str_lossy());
+    let index = repo.index_or_empty().map_err(io)?;
+    let mut map: BTreeMap<Vec<u8>, FileStatus> = BTreeMap::new();
+    fn entry<'m>(map: &'m mut BTreeMap<Vec<u8>, FileStatus>, raw: &[u8], stderr: &mut String) -> &'m mut FileStatus {
+        map.entry(raw.to_vec()).or_insert_with(|| FileStatus::new(lossy(raw.as_bstr(), stderr), raw.to_vec()))
+    }
+    // HEAD against the index (gix, renames as the repository configures them), unless
+    // the index's cached tree says they are the same.
+    let mut staged: Vec<(Vec<u8>, &'static str, Option<Vec<u8>>)> = Vec::new();
+    let head = head_tree(repo)?;
+    if !index_matches_tree(&index, &head) {
+        let renames = gix::status::tree_index::TrackRenames::AsConfigured;
+        repo.tree_index_status(&head, &index, None, renames, |change, _, _| {
+            let (path, letter, from) = match &change {
+                ChangeRef::Addition { location, .. } => (location.as_ref(), "A", None),
+                ChangeRef::Deletion { location, .. } => (location.as_ref(), "D", None),
+                ChangeRef::Modification { location, previous_entry_mode, entry_mode, .. } => {
+                    let kind = |m: &gix::index::entry::Mode| m.to_tree_entry_mode().map(|t| t.kind());
+                    (location.as_ref(), if kind(previous_entry_mode) != kind(entry_mode) { "T" } else { "M" }, None)
+                }
+                ChangeRef::Rewrite { source_location, location, copy, .. } => {
+                    (location.as_ref(), if *copy { "C" } else { "R" }, Some(source_location.to_vec()))
+                }
+            };
+            // An intent-to-add entry shows in the working-tree column only.
+            let intent = letter == "A" && index.entry_by_path(path).is_some_and(|e| e.flags.contains(gix::index::entry::Flags::INTENT_TO_ADD));
+            if !intent && (want(path) || from.as_deref().is_some_and(|f| want(f.as_bstr()))) {
+                staged.push((path.to_vec(), letter, from));
             }
-            gix::status::Item::IndexWorktree(iw) => match iw {
-                Iw::Modification { rela_path, status, .. } => {
-                    let letter = match status {
-                        EntryStatus::Change(Change::Removed) => "D",
-                        EntryStatus::Change(Change::Type { .. }) => "T",
-                        EntryStatus::Change(Change::Modification { .. }) => "M",
-                        EntryStatus::Change(Change::SubmoduleModification(_)) => "M",
-                        EntryStatus::Conflict { .. } => "U",
-                        EntryStatus::IntentToAdd => "A",
-                        EntryStatus::NeedsUpdate(_) => continue,
-                    };
-                    let p = lossy(rela_path.as_ref(), stderr);
-                    let raw = rela_path.to_vec();
-                    let e = map.entry(p.clone()).or_insert_with(|| FileStatus::new(p, raw));
-                    e.worktree = letter.into();
-                }
-                Iw::DirectoryContents { entry, .. } => {
-                    if entry.status == gix::dir::entry::Status::Untracked {
-                        let p = lossy(entry.rela_path.as_ref(), stderr);
-                        let mut f = FileStatus::new(p.clone(), entry.rela_path.to_vec());
-                        f.index = "?".into();
-                        f.worktree = "?".into();
-                        map.insert(p, f);
-                    }
-                }
-                Iw::Rewrite { .. } => {}
-            },
+            Ok(std::ops::ControlFlow::Continue(()))
+        })
+        .map_err(io)?;
+    }
+    for (path, letter, from) in staged {
+        let f = entry(&mut map, &path, stderr);
+        f.index = letter.into();
+        if let Some(from) = from {
+            f.from = Some(String::from_utf8_lossy(&from).into_owned());
+            f.raw_from = Some(from);
         }
     }
-    for (mut raw, dir) in untracked(repo, cx)? {
+    // The index against the working tree (host listings with stats, see worktree.rs).
+    let (workdir, rel) = root_rel(repo, cx)?;
+    let scan = worktree::scan(repo, &index, &workdir, &rel, want)?;
+    for w in &scan.warnings {
+        stderr.push_str(w);
+        stderr.push('\n');
+    }
+    for (path, change) in &scan.changes {
+        let f = entry(&mut map, path, stderr);
+        match change {
+            worktree::Change::Unmerged(code) => {
+                f.index = code[..1].into();
+                f.worktree = code[1..].into();
+                f.from = None;
+                f.raw_from = None;
+            }
+            worktree::Change::Deleted => f.worktree = "D".into(),
+            worktree::Change::Modified => f.worktree = "M".into(),
+            worktree::Change::TypeChanged => f.worktree = "T".into(),
+            worktree::Change::IntentToAdd => f.worktree = "A".into(),
+        }
+    }
+    let mut files: Vec<FileStatus> = map.into_values().collect();
+    let mut untracked_files = Vec::new();
+    for (mut raw, dir) in untracked(repo, &index, &scan.listing)? {
         let mut shown = lossy(raw.as_bstr(), stderr);
         if dir {
             shown.push('/');
             raw.push(b'/');
         }
-        let mut f = FileStatus::new(shown.clone(), raw);
+        if !selected(specs, &shown) {
+            continue;
+        }
+        let mut f = FileStatus::new(shown, raw);
         f.index = "?".into();
         f.worktree = "?".into();
-        map.insert(shown, f);
+        untracked_files.push(f);
     }
-    let mut files: Vec<FileStatus> = map.into_values().filter(|f| selected(specs, &f.path)).collect();
-    // git lists tracked changes by path, then untracked ones.
-    files.sort_by(|a, b| (a.index == "?").cmp(&(b.index == "?")).then_with(|| a.path.cmp(&b.path)));
+    // git lists tracked changes by path, then untracked ones (each by path bytes).
+    untracked_files.sort_by(|a, b| a.raw.cmp(&b.raw));
+    files.extend(untracked_files);
     Ok(files)
 }
 
 /// Untracked paths as `git status -uall` lists them: every untracked file, except
 /// ignored ones, not descending into ignored directories; a nested repository as its
-/// directory (flag true). Walks the working tree through the host's directory listing.
-fn untracked(repo: &gix::Repository, cx: &Context) -> Result<Vec<(Vec<u8>, bool)>, Failure> {
-    use std::collections::HashSet;
-    let Some(workdir) = repo.workdir() else { return Ok(Vec::new()) };
-    let root_rel = cx.host_path(&workdir.to_string_lossy()).into_owned();
-    let index = repo.index_or_empty().map_err(io)?;
-    let mut tracked: HashSet<Vec<u8>> = HashSet::new();
-    let mut tracked_dirs: HashSet<Vec<u8>> = HashSet::new();
-    for e in index.entries() {
-        let p = e.path(&index).to_vec();
-        let mut i = p.len();
-        while let Some(j) = p[..i].iter().rposition(|b| *b == b'/') {
-            if !tracked_dirs.insert(p[..j].to_vec()) {
-                break;
-            }
-            i = j;
+/// directory (flag true). Tracked directories come from the scan's listings; untracked
+/// ones are listed through the host as the walk reaches them.
+fn untracked(repo: &gix::Repository, index: &gix::index::State, listing: &worktree::Listing) -> Result<Vec<(Vec<u8>, bool)>, Failure> {
+    use cheng_sdk::host::EntryKind;
+    let mut excludes = None;
+    let mut is_excluded = |rel: &[u8], is_dir: bool| -> Result<bool, Failure> {
+        if excludes.is_none() {
+            excludes = Some(
+                repo.excludes(index, None, gix::worktree::stack::state::ignore::Source::WorktreeThenIdMappingIfNotSkipped)
+                    .map_err(io)?,
+            );
         }
-        tracked.insert(p);
-    }
-    let mut excludes = repo
-        .excludes(&index, None, gix::worktree::stack::state::ignore::Source::WorktreeThenIdMappingIfNotSkipped)
-        .map_err(io)?;
+        let stack = excludes.as_mut().expect("set above");
+        let mode = is_dir.then_some(gix::index::entry::Mode::DIR);
+        Ok(stack.at_entry(rel.as_bstr(), mode).map(|p| p.is_excluded()).unwrap_or(false))
+    };
     let mut out = Vec::new();
-    // Directories to list: repository-relative bytes, and whether the directory itself
+    // Directories to walk: repository-relative bytes, and whether the directory itself
     // is untracked (then a `.git` inside makes it a nested repository, listed whole).
     let mut stack: Vec<(Vec<u8>, bool)> = vec![(Vec::new(), false)];
     while let Some((dir, untracked_dir)) = stack.pop() {
-        let dir_str = String::from_utf8_lossy(&dir).into_owned();
-        let list_path = match (root_rel.as_str(), dir.is_empty()) {
-            (".", true) => ".".to_string(),
-            (".", false) => dir_str,
-            (r, true) => r.to_string(),
-            (r, false) => format!("{r}/{dir_str}"),
+        let fetched: Vec<(Vec<u8>, bool, EntryKind)>;
+        let entries: Vec<(&[u8], bool, EntryKind)> = match listing.dir(&dir) {
+            Some(Some(list)) => list.iter().filter(|e| !e.tracked).map(|e| (e.name.as_slice(), e.valid_utf8, e.kind)).collect(),
+            Some(None) => continue,
+            None => {
+                let Some(path) = listing.host_path(&dir) else { continue };
+                let Ok(list) = cheng_sdk::host::read_dir(&path, false) else { continue };
+                fetched = list
+                    .into_iter()
+                    .map(|e| (if e.valid_utf8 { e.name.into_bytes() } else { worktree::unescape(&e.name) }, e.valid_utf8, e.kind))
+                    .collect();
+                fetched.iter().map(|(n, v, k)| (n.as_slice(), *v, *k)).collect()
+            }
         };
-        let Ok(entries) = cheng_sdk::host::read_dir(&list_path, false) else { continue };
-        if untracked_dir && entries.iter().any(|e| e.name == ".git") {
+        if untracked_dir && entries.iter().any(|e| e.0 == b".git") {
             out.push((dir, true));
             continue;
         }
-        for e in entries {
-            let name = if e.valid_utf8 { e.name.into_bytes() } else { unescape(&e.name) };
+        for (name, valid_utf8, kind) in entries {
             if dir.is_empty() && name == b".git" {
                 continue;
             }
@@ -515,49 +545,27 @@ fn untracked(repo: &gix::Repository, cx: &Context) -> Result<Vec<(Vec<u8>, bool)
             if !rel.is_empty() {
                 rel.push(b'/');
             }
-            rel.extend_from_slice(&name);
-            if tracked.contains(&rel) {
-                continue;
-            }
-            let is_dir = e.kind == cheng_sdk::host::EntryKind::Dir;
-            let mode = if is_dir { Some(gix::index::entry::Mode::DIR) } else { None };
-            let excluded = excludes.at_entry(rel.as_bstr(), mode).map(|p| p.is_excluded()).unwrap_or(false);
-            if is_dir && tracked_dirs.contains(&rel) {
+            rel.extend_from_slice(name);
+            let is_dir = kind == EntryKind::Dir;
+            if is_dir && listing.tracked_dirs.contains(&rel) {
+                // git descends into a directory holding tracked files even when it is ignored.
                 stack.push((rel, false));
-            } else if is_dir && !excluded {
-                if e.valid_utf8 {
-                    stack.push((rel, true));
-                } else {
-                    // Cannot be listed by name: shown as a directory.
-                    out.push((rel, true));
+            } else if is_dir {
+                if !is_excluded(&rel, true)? {
+                    if valid_utf8 {
+                        stack.push((rel, true));
+                    } else {
+                        // Cannot be listed by name: shown as a directory.
+                        out.push((rel, true));
+                    }
                 }
-            } else if !is_dir && !excluded && matches!(e.kind, cheng_sdk::host::EntryKind::File | cheng_sdk::host::EntryKind::Symlink) {
+            } else if matches!(kind, EntryKind::File | EntryKind::Symlink) && !is_excluded(&rel, false)? {
                 out.push((rel, false));
             }
         }
     }
     Ok(out)
 }
-
-/// The host listing escapes bytes that are not UTF-8 as `\xNN`; undo that.
-fn unescape(name: &str) -> Vec<u8> {
-    let b = name.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b.get(i + 1) == Some(&b'x') {
-            if let Ok(v) = u8::from_str_radix(std::str::from_utf8(&b[i + 2..i + 4]).unwrap_or("zz"), 16) {
-                out.push(v);
-                i += 4;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    out
-}
-
 
 fn branches(repo: &gix::Repository) -> Result<(Vec<Branch>, String), Failure> {
     let head_name = repo.head_name().ok().flatten();
@@ -718,7 +726,10 @@ fn file_patch(path: &str, old: Option<(u32, gix::ObjectId, &[u8])>, new: Option<
         (Some((m, id, _)), None) => s.push_str(&format!("deleted file mode {m:o}\nindex {}..0000000\n", short(id))),
         (Some((om, oid, _)), Some((nm, nid, _))) => {
             if om != nm {
-                s.push_str(&format!("old mode {om:o}\nnew mode {nm:o}\nindex {}..{}\n", short(oid), short(nid)));
+                s.push_str(&format!("old mode {om:o}\nnew mode {nm:o}\n"));
+                if oid != nid {
+                    s.push_str(&format!("index {}..{}\n", short(oid), short(nid)));
+                }
             } else {
                 s.push_str(&format!("index {}..{} {om:o}\n", short(oid), short(nid)));
             }
@@ -804,63 +815,102 @@ fn tree_diff(
     Ok((files, patch))
 }
 
-/// The working tree against HEAD, for tracked paths (in HEAD or in the index).
-fn diff_head(repo: &gix::Repository, specs: &[String], stderr: &mut String) -> Result<(Vec<FileStatus>, String), Failure> {
-    let head_tree = match head_commit_id(repo) {
-        Some(id) => Some(repo.find_commit(id).map_err(io)?.tree_id().map_err(io)?.detach()),
-        None => None,
-    };
-    let head = tree_files(repo, head_tree)?;
+/// The working tree against HEAD (`git diff HEAD`): the paths where HEAD and the index
+/// differ, or the index and the working tree (judged from stats, see worktree.rs), are
+/// read and compared with HEAD. A path in HEAD but not in the index is deleted, as git
+/// shows it.
+fn diff_head(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mut String) -> Result<(Vec<FileStatus>, String), Failure> {
+    use gix::diff::index::ChangeRef;
+    use std::collections::BTreeSet;
+    let want = |p: &gix::bstr::BStr| selected(specs, &p.to_str_lossy());
     let index = repo.index_or_empty().map_err(io)?;
-    let workdir = repo.workdir().ok_or_else(|| fail(ErrorKind::InvalidArgument, "a bare repository has no working tree to diff"))?.to_path_buf();
-    let mut tracked: BTreeMap<String, u32> = BTreeMap::new();
-    for e in index.entries() {
-        let path = e.path(&index);
-        let p = lossy(path, stderr);
+    let mut candidates: BTreeSet<Vec<u8>> = BTreeSet::new();
+    let head_id = head_tree(repo)?;
+    let outcome = if index_matches_tree(&index, &head_id) {
+        None
+    } else {
+        let renames = gix::status::tree_index::TrackRenames::Disabled;
+        let outcome = repo
+            .tree_index_status(&head_id, &index, None, renames, |change, _, _| {
+                let path = match &change {
+                    ChangeRef::Addition { location, .. } | ChangeRef::Deletion { location, .. } | ChangeRef::Modification { location, .. } => location.as_ref(),
+                    ChangeRef::Rewrite { location, .. } => location.as_ref(),
+                };
+                if want(path) {
+                    candidates.insert(path.to_vec());
+                }
+                Ok(std::ops::ControlFlow::Continue(()))
+            })
+            .map_err(io)?;
+        Some(outcome)
+    };
+    // HEAD as an index (the index itself when the two are the same).
+    let head: &gix::index::State = match &outcome {
+        Some(o) => &o.tree_index,
+        None => &index,
+    };
+    let (workdir, rel) = root_rel(repo, cx)?;
+    let scan = worktree::scan(repo, &index, &workdir, &rel, want)?;
+    for w in &scan.warnings {
+        stderr.push_str(w);
+        stderr.push('\n');
+    }
+    candidates.extend(scan.changes.iter().map(|(p, _)| p.to_vec()));
+    let exec_bit = repo.filesystem_options().map_err(io)?.executable_bit;
+    // The working-tree side of every candidate the index still has.
+    let mut present: Vec<(&[u8], u32, &worktree::Entry)> = Vec::new();
+    for p in &candidates {
+        let Some(e) = index.entry_by_path(p.as_bstr()) else { continue };
         if e.mode.is_submodule() {
             continue;
         }
-        tracked.insert(p, e.mode.bits());
+        if let Ok(Some(w)) = scan.listing.lookup(p) {
+            if matches!(w.kind, cheng_sdk::host::EntryKind::File | cheng_sdk::host::EntryKind::Symlink) {
+                present.push((p.as_slice(), worktree::git_mode(w, Some(e.mode.bits()), exec_bit), w));
+            }
+        }
     }
-    for (p, (m, _)) in &head {
-        tracked.entry(p.clone()).or_insert(*m);
+    let paths: Vec<&gix::bstr::BStr> = present.iter().map(|(p, ..)| p.as_bstr()).collect();
+    let contents = worktree::read_worktree(&scan.listing, &workdir, &paths);
+    let mut work: BTreeMap<&[u8], (u32, gix::ObjectId, Vec<u8>)> = BTreeMap::new();
+    let mut pipeline = None;
+    for ((p, mode, w), data) in present.iter().zip(contents) {
+        let Some(data) = data else {
+            stderr.push_str(&format!("warning: could not read \"{}\"; shown as deleted\n", p.to_str_lossy()));
+            continue;
+        };
+        let data = if w.kind == cheng_sdk::host::EntryKind::Symlink { data } else { worktree::clean(repo, &index, &mut pipeline, p.as_bstr(), data)? };
+        let id = worktree::hash(repo, &data)?;
+        work.insert(p, (*mode, id, data));
     }
     let mut files = Vec::new();
     let mut patch = String::new();
-    for (p, index_mode) in &tracked {
-        if !selected(specs, p) {
+    for p in &candidates {
+        if index.entry_by_path(p.as_bstr()).is_some_and(|e| e.mode.is_submodule()) {
             continue;
         }
-        let full = workdir.join(p);
-        let meta = std::fs::symlink_metadata(&full).ok();
-        let work = match &meta {
-            Some(m) if m.is_file() => {
-                let data = std::fs::read(&full).map_err(io)?;
-                // WASI has no permission bits: keep the mode git recorded.
-                let mode = head.get(p).map(|(m, _)| *m).unwrap_or(*index_mode);
-                let id = gix::objs::compute_hash(repo.object_hash(), gix::object::Kind::Blob, &data).map_err(io)?;
-                Some((mode, id, data))
-            }
-            _ => None,
-        };
-        let before = head.get(p);
-        match (before, &work) {
+        let before = head.entry_by_path(p.as_bstr()).filter(|e| !e.mode.is_submodule()).map(|e| (e.mode.bits(), e.id));
+        let after = work.get(p.as_slice());
+        let letter = match (before, after) {
             (None, None) => continue,
-            (Some((_, id)), Some((_, wid, _))) if id == wid => continue,
-            _ => {}
-        }
-        let old_bytes = before.map(|(_, id)| blob(repo, *id)).transpose()?;
-        let letter = match (before, &work) {
-            (None, _) => "A",
-            (_, None) => "D",
+            (Some(b), Some((m, id, _))) if b == (*m, *id) => continue,
+            (None, Some(_)) => "A",
+            (Some(_), None) => "D",
+            (Some((bm, _)), Some((m, ..))) if (bm & 0o170000) != (m & 0o170000) => "T",
             _ => "M",
         };
-        patch.push_str(&file_patch(
-            p,
-            before.map(|(m, id)| (*m, *id, old_bytes.as_deref().unwrap_or(b""))),
-            work.as_ref().map(|(m, id, d)| (*m, *id, d.as_slice())),
-        ));
-        let mut f = FileStatus::new(p.clone(), p.as_bytes().to_vec());
+        let shown = lossy(p.as_bstr(), stderr);
+        let old_bytes = before.map(|(_, id)| blob(repo, id)).transpose()?;
+        let old = before.map(|(m, id)| (m, id, old_bytes.as_deref().unwrap_or(b"")));
+        let new = after.map(|(m, id, d)| (*m, *id, d.as_slice()));
+        if letter == "T" {
+            // A change of kind is a deletion and an addition, as git prints it.
+            patch.push_str(&file_patch(&shown, old, None));
+            patch.push_str(&file_patch(&shown, None, new));
+        } else {
+            patch.push_str(&file_patch(&shown, old, new));
+        }
+        let mut f = FileStatus::new(shown, p.clone());
         f.worktree = letter.into();
         files.push(f);
     }

@@ -107,19 +107,65 @@ impl Host for StoreState {
     async fn read_dir(&mut self, path: String, sizes: bool) -> Result<Vec<wfs::DirEntry>, Failure> {
         let guard = self.check_access(&path, false)?;
         let entries = guard.read_dir(&path, sizes).map_err(failure)?;
-        Ok(entries
-            .into_iter()
-            .map(|e| wfs::DirEntry {
-                name: e.name,
-                valid_utf8: e.valid_utf8,
-                kind: match e.kind {
-                    crate::guard::EntryKind::File => wfs::EntryKind::File,
-                    crate::guard::EntryKind::Dir => wfs::EntryKind::Dir,
-                    crate::guard::EntryKind::Symlink => wfs::EntryKind::Symlink,
-                    crate::guard::EntryKind::Other => wfs::EntryKind::Other,
-                },
-                size: e.size,
-            })
-            .collect())
+        Ok(entries.into_iter().map(|e| wfs::DirEntry { name: e.name, valid_utf8: e.valid_utf8, kind: kind(e.kind), size: e.size }).collect())
+    }
+
+    async fn stat_dirs(&mut self, paths: Vec<String>) -> Vec<Result<Vec<wfs::EntryStat>, Failure>> {
+        // Grants are checked (and refusals logged) here; the listings, one `lstat` per
+        // entry, are spread over a few threads when there are many directories, as git
+        // spreads its own stats over threads for a large index.
+        let checked: Vec<Result<_, Failure>> = paths.iter().map(|p| self.check_access(p, false)).collect();
+        let list = |i: usize| -> Result<Vec<wfs::EntryStat>, Failure> {
+            let guard = checked[i].as_ref().map_err(Clone::clone)?;
+            Ok(guard.read_dir_stat(&paths[i]).map_err(failure)?.into_iter().map(|(e, st)| entry_stat(e, &st)).collect())
+        };
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+        if paths.len() < 8 || workers < 2 {
+            return (0..paths.len()).map(list).collect();
+        }
+        let n = paths.len();
+        let mut out: Vec<Option<Result<Vec<wfs::EntryStat>, Failure>>> = (0..n).map(|_| None).collect();
+        std::thread::scope(|s| {
+            let list = &list;
+            let handles: Vec<_> = (0..workers).map(|w| s.spawn(move || (w..n).step_by(workers).map(|i| (i, list(i))).collect::<Vec<_>>())).collect();
+            for h in handles {
+                // A worker only lists and converts; it has no panic path of its own.
+                if let Ok(done) = h.join() {
+                    for (i, r) in done {
+                        out[i] = Some(r);
+                    }
+                }
+            }
+        });
+        out.into_iter().map(|r| r.unwrap_or_else(|| Err(Failure { kind: ErrorKind::Io, message: "listing failed".into(), terminal: false }))).collect()
+    }
+}
+
+fn kind(k: crate::guard::EntryKind) -> wfs::EntryKind {
+    match k {
+        crate::guard::EntryKind::File => wfs::EntryKind::File,
+        crate::guard::EntryKind::Dir => wfs::EntryKind::Dir,
+        crate::guard::EntryKind::Symlink => wfs::EntryKind::Symlink,
+        crate::guard::EntryKind::Other => wfs::EntryKind::Other,
+    }
+}
+
+// Field widths differ between targets; the casts are the portable spelling.
+#[allow(clippy::unnecessary_cast)]
+fn entry_stat(e: crate::guard::DirEntry, st: &rustix::fs::Stat) -> wfs::EntryStat {
+    wfs::EntryStat {
+        name: e.name,
+        valid_utf8: e.valid_utf8,
+        kind: kind(e.kind),
+        mode: st.st_mode as u32,
+        size: st.st_size as u64,
+        mtime_seconds: st.st_mtime as i64,
+        mtime_nanoseconds: st.st_mtime_nsec as u32,
+        ctime_seconds: st.st_ctime as i64,
+        ctime_nanoseconds: st.st_ctime_nsec as u32,
+        device: st.st_dev as u64,
+        inode: st.st_ino as u64,
+        uid: st.st_uid as u32,
+        gid: st.st_gid as u32,
     }
 }

@@ -1,0 +1,409 @@
+//! The working tree against the index: the half of `git status` that looks at files,
+//! and the candidate set of `git diff HEAD`.
+//!
+//! gix's own comparison stats every tracked file through WASI, one call each. Here one
+//! host call (`stat-dirs`) lists every directory that holds tracked files with each
+//! entry's `lstat`, and git's rules decide from those stats alone: a type or
+//! executable-bit change is a change; a different size is a modification; an entry
+//! whose stat still matches the index (compared with the repository's stat options —
+//! modification and change times, inode, owner, size) is unchanged unless it is racily
+//! clean. Only the entries left undecided are read, in one batched host read, passed
+//! through the repository's clean filters (line-ending conversion; external filter
+//! drivers cannot run in the sandbox, such files are compared as they are) and hashed.
+//! The listings are kept for the untracked-file walk.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use cheng_sdk::host::{EntryKind, EntryStat};
+use cheng_sdk::{ErrorKind, Failure};
+use gix::bstr::{BStr, BString, ByteSlice};
+use gix::index::entry::{Flags, Mode, Stage, Stat};
+
+/// How a tracked path differs in the working tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Gone (or its directory is no longer a directory).
+    Deleted,
+    /// Content or executable bit changed.
+    Modified,
+    /// A file became a symlink or the other way round.
+    TypeChanged,
+    /// Added with `git add --intent-to-add`.
+    IntentToAdd,
+    /// A merge conflict, with git's two-letter code (`UU`, `AA`, `DU`, …).
+    Unmerged(&'static str),
+}
+
+/// One directory entry from the host's listing.
+pub struct Entry {
+    /// The name's bytes (escapes from the host undone).
+    pub name: Vec<u8>,
+    /// Whether the name could be used to open it (UTF-8).
+    pub valid_utf8: bool,
+    /// What it is.
+    pub kind: EntryKind,
+    /// Its `lstat`, when it came from `stat-dirs`.
+    pub stat: Option<EntryStat>,
+    /// The index has this path (at any stage).
+    pub tracked: bool,
+}
+
+/// The listings of the working tree's tracked directories.
+pub struct Listing {
+    /// Repository-relative directory (no trailing slash; empty for the root) → its
+    /// entries sorted by name, or `None` when it could not be listed (gone, replaced by
+    /// a file or a symlink).
+    dirs: HashMap<Vec<u8>, Option<Vec<Entry>>>,
+    /// Every directory that holds tracked paths, at any depth.
+    pub tracked_dirs: HashSet<Vec<u8>>,
+    /// The working tree as a workspace-relative path for the host (`.` for the root).
+    pub root_rel: String,
+}
+
+impl Listing {
+    /// The workspace-relative host path of a repository-relative path, if it can be
+    /// named (the host takes paths as UTF-8 strings).
+    pub fn host_path(&self, rel: &[u8]) -> Option<String> {
+        let rel = std::str::from_utf8(rel).ok()?;
+        Some(match (self.root_rel.as_str(), rel.is_empty()) {
+            (".", true) => ".".into(),
+            (".", false) => rel.into(),
+            (r, true) => r.into(),
+            (r, false) => format!("{r}/{rel}"),
+        })
+    }
+
+    /// The listing of a tracked directory: `Some(None)` when it could not be listed,
+    /// `None` when it was not asked for.
+    pub fn dir(&self, dir: &[u8]) -> Option<Option<&[Entry]>> {
+        self.dirs.get(dir).map(|l| l.as_deref())
+    }
+
+    /// What the listing says of a repository-relative path: `Ok(Some)` found,
+    /// `Ok(None)` gone, `Err(())` its directory could not be asked about.
+    pub fn lookup(&self, path: &[u8]) -> Result<Option<&Entry>, ()> {
+        let (dir, name) = split(path);
+        match self.dirs.get(dir) {
+            None => Err(()),
+            Some(None) => Ok(None),
+            Some(Some(list)) => Ok(list.binary_search_by(|e| e.name.as_slice().cmp(name)).ok().map(|i| &list[i])),
+        }
+    }
+
+    /// [`Listing::lookup`], marking what it finds as tracked.
+    fn find_tracked(&mut self, path: &[u8]) -> Result<Option<&Entry>, ()> {
+        let (dir, name) = split(path);
+        match self.dirs.get_mut(dir) {
+            None => Err(()),
+            Some(None) => Ok(None),
+            Some(Some(list)) => Ok(list.binary_search_by(|e| e.name.as_slice().cmp(name)).ok().map(|i| {
+                list[i].tracked = true;
+                &list[i]
+            })),
+        }
+    }
+}
+
+/// Split a repository-relative path into its directory and name.
+fn split(path: &[u8]) -> (&[u8], &[u8]) {
+    match path.iter().rposition(|b| *b == b'/') {
+        Some(i) => (&path[..i], &path[i + 1..]),
+        None => (&[], path),
+    }
+}
+
+/// The host listing escapes bytes that are not UTF-8 as `\xNN`; undo that.
+pub fn unescape(name: &str) -> Vec<u8> {
+    let b = name.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && b.get(i + 1) == Some(&b'x') && i + 3 < b.len() {
+            if let Some(v) = std::str::from_utf8(&b[i + 2..i + 4]).ok().and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                out.push(v);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
+}
+
+/// List every tracked directory of `index` in one host call.
+pub fn list(index: &gix::index::State, root_rel: &str) -> Listing {
+    let mut tracked_dirs: HashSet<Vec<u8>> = HashSet::new();
+    tracked_dirs.insert(Vec::new());
+    let mut last_parent: &[u8] = &[];
+    for e in index.entries() {
+        let p: &[u8] = e.path(index);
+        let (parent, _) = split(p);
+        if parent == last_parent {
+            continue;
+        }
+        last_parent = parent;
+        let mut d = parent;
+        while !d.is_empty() && tracked_dirs.insert(d.to_vec()) {
+            d = split(d).0;
+        }
+    }
+    let mut listing = Listing { dirs: HashMap::new(), tracked_dirs, root_rel: root_rel.to_string() };
+    let mut names: Vec<Vec<u8>> = listing.tracked_dirs.iter().cloned().collect();
+    names.sort();
+    // Directories whose names are not UTF-8 cannot be named to the host: left out
+    // (their entries are not judged).
+    let (asked, paths): (Vec<Vec<u8>>, Vec<String>) =
+        names.into_iter().filter_map(|d| listing.host_path(&d).map(|h| (d, h))).unzip();
+    for (dir, result) in asked.into_iter().zip(cheng_sdk::host::stat_dirs(&paths)) {
+        let entries = result.ok().map(|list| {
+            list.into_iter()
+                .map(|s| Entry {
+                    name: if s.valid_utf8 { s.name.as_bytes().to_vec() } else { unescape(&s.name) },
+                    valid_utf8: s.valid_utf8,
+                    kind: s.kind,
+                    stat: Some(s),
+                    tracked: false,
+                })
+                .collect::<Vec<_>>()
+        });
+        listing.dirs.insert(dir, entries);
+    }
+    listing
+}
+
+/// git's two-letter code for a conflict from the stages present (bit 1: base,
+/// 2: ours, 3: theirs).
+fn conflict_code(stages: u8) -> &'static str {
+    match stages {
+        0b0010 => "DD",
+        0b0100 => "AU",
+        0b1000 => "UA",
+        0b0110 => "UD",
+        0b1010 => "DU",
+        0b1100 => "AA",
+        _ => "UU",
+    }
+}
+
+/// What a scan found: changed tracked paths in index order, the listings, and notes
+/// for stderr.
+pub struct Scan {
+    pub changes: Vec<(BString, Change)>,
+    pub listing: Listing,
+    pub warnings: Vec<String>,
+}
+
+/// Compare the working tree with `index`. `want` selects the paths to judge (the
+/// pathspecs); every tracked directory is listed either way (the untracked walk uses
+/// the listings).
+pub fn scan(
+    repo: &gix::Repository,
+    index: &gix::index::State,
+    workdir: &Path,
+    root_rel: &str,
+    want: impl Fn(&BStr) -> bool,
+) -> Result<Scan, Failure> {
+    let mut listing = list(index, root_rel);
+    let opts = repo.stat_options().map_err(crate::io)?;
+    let caps = repo.filesystem_options().map_err(crate::io)?;
+    let timestamp = index.timestamp();
+    let mut changes: Vec<(BString, Change)> = Vec::new();
+    let mut warnings = Vec::new();
+    // Entries to read and hash: (index of the entry in `index`, position in `changes`
+    // it would take).
+    let mut undecided: Vec<usize> = Vec::new();
+    let entries = index.entries();
+    let mut i = 0;
+    while i < entries.len() {
+        let e = &entries[i];
+        let path: &BStr = e.path(index);
+        let found = listing.find_tracked(path);
+        if e.stage() != Stage::Unconflicted {
+            let mut stages = 0u8;
+            while i < entries.len() && entries[i].path(index) == path && entries[i].stage() != Stage::Unconflicted {
+                stages |= 1 << entries[i].stage_raw();
+                i += 1;
+            }
+            if want(path) {
+                changes.push((path.to_owned(), Change::Unmerged(conflict_code(stages))));
+            }
+            continue;
+        }
+        i += 1;
+        if e.flags.contains(Flags::SKIP_WORKTREE) || !want(path) {
+            continue;
+        }
+        let found = match found {
+            Ok(found) => found,
+            Err(()) => {
+                warnings.push(format!("warning: \"{}\" is under a directory whose name is not UTF-8; not compared", path.to_str_lossy()));
+                continue;
+            }
+        };
+        if e.flags.contains(Flags::INTENT_TO_ADD) {
+            changes.push((path.to_owned(), if found.is_some() { Change::IntentToAdd } else { Change::Deleted }));
+            continue;
+        }
+        let Some(w) = found else {
+            changes.push((path.to_owned(), Change::Deleted));
+            continue;
+        };
+        let Some(st) = &w.stat else { continue };
+        // Type and mode first, as git does.
+        let type_change = match e.mode {
+            Mode::COMMIT => match w.kind {
+                // A submodule is listed, not entered: its checkout is not compared.
+                EntryKind::Dir => continue,
+                _ => true,
+            },
+            Mode::SYMLINK => w.kind != EntryKind::Symlink && (caps.symlink || w.kind != EntryKind::File),
+            _ => match w.kind {
+                EntryKind::File => false,
+                // A directory where a file was: gone, as git reports it.
+                EntryKind::Dir => {
+                    changes.push((path.to_owned(), Change::Deleted));
+                    continue;
+                }
+                _ => true,
+            },
+        };
+        if type_change {
+            changes.push((path.to_owned(), Change::TypeChanged));
+            continue;
+        }
+        if caps.executable_bit && w.kind == EntryKind::File && e.mode != Mode::SYMLINK {
+            let exec_index = e.mode == Mode::FILE_EXECUTABLE;
+            if exec_index != (st.mode & 0o100 != 0) {
+                changes.push((path.to_owned(), Change::Modified));
+                continue;
+            }
+        }
+        let ws = Stat {
+            mtime: gix::index::entry::stat::Time { secs: st.mtime.0 as u32, nsecs: st.mtime.1 },
+            ctime: gix::index::entry::stat::Time { secs: st.ctime.0 as u32, nsecs: st.ctime.1 },
+            dev: st.device as u32,
+            ino: st.inode as u32,
+            uid: st.uid,
+            gid: st.gid,
+            // Truncated to 32 bits, as the index stores it.
+            size: st.size as u32,
+        };
+        if e.stat.matches(&ws, opts) {
+            let smudged = e.stat.size == 0 && !e.id.is_empty_blob();
+            if smudged || e.stat.is_racy(timestamp, opts) {
+                undecided.push(i - 1);
+            }
+        } else if e.stat.size != ws.size && e.stat.size != 0 {
+            changes.push((path.to_owned(), Change::Modified));
+        } else {
+            undecided.push(i - 1);
+        }
+    }
+    if !undecided.is_empty() {
+        let paths: Vec<&BStr> = undecided.iter().map(|&k| entries[k].path(index)).collect();
+        let contents = read_worktree(&listing, workdir, &paths);
+        let mut pipeline = None;
+        for (k, content) in contents.into_iter().enumerate() {
+            let e = &entries[undecided[k]];
+            let path = paths[k];
+            let same = match content {
+                Some(data) => {
+                    let link = listing.lookup(path).ok().flatten().is_some_and(|w| w.kind == EntryKind::Symlink);
+                    let data = if link { data } else { clean(repo, index, &mut pipeline, path, data)? };
+                    let id = hash(repo, &data)?;
+                    id == e.id
+                }
+                None => false,
+            };
+            if !same {
+                changes.push((path.to_owned(), Change::Modified));
+            }
+        }
+        // Keep index order.
+        changes.sort_by(|a, b| a.0.cmp(&b.0));
+    }
+    Ok(Scan { changes, listing, warnings })
+}
+
+/// The blob id of `data`.
+pub fn hash(repo: &gix::Repository, data: &[u8]) -> Result<gix::ObjectId, Failure> {
+    gix::objs::compute_hash(repo.object_hash(), gix::object::Kind::Blob, data).map_err(crate::io)
+}
+
+/// Working-tree `data` at `path` as git would store it: after the clean filters the
+/// repository's attributes and configuration ask for (line endings). An external filter
+/// driver cannot run here; its files are taken as they are.
+pub fn clean<'r>(
+    repo: &'r gix::Repository,
+    index: &gix::index::State,
+    pipeline: &mut Option<gix::filter::Pipeline<'r>>,
+    path: &BStr,
+    data: Vec<u8>,
+) -> Result<Vec<u8>, Failure> {
+    if pipeline.is_none() {
+        *pipeline = Some(repo.filter_pipeline(None).map_err(crate::io)?.0);
+    }
+    let (Some(p), Ok(rela)) = (pipeline.as_mut(), gix::path::from_bstr(path)) else { return Ok(data) };
+    Ok(match p.convert_to_git(data.as_slice(), &rela, index) {
+        Ok(gix::filter::plumbing::pipeline::convert::ToGitOutcome::Buffer(buf)) => buf.to_vec(),
+        _ => data,
+    })
+}
+
+/// Read working-tree files (and the targets of symlinks) for repository-relative
+/// `paths`: `None` for what cannot be read. Files come through the host in batches; a
+/// link's target through WASI (reading a link follows nothing).
+pub fn read_worktree(listing: &Listing, workdir: &Path, paths: &[&BStr]) -> Vec<Option<Vec<u8>>> {
+    const BATCH_BYTES: u64 = 64 << 20;
+    let mut out: Vec<Option<Vec<u8>>> = vec![None; paths.len()];
+    let mut batch: Vec<(usize, String)> = Vec::new();
+    let mut batch_bytes = 0u64;
+    let flush = |batch: &mut Vec<(usize, String)>, out: &mut Vec<Option<Vec<u8>>>| {
+        if batch.is_empty() {
+            return;
+        }
+        let names: Vec<String> = batch.iter().map(|(_, p)| p.clone()).collect();
+        for ((k, name), r) in batch.drain(..).zip(cheng_sdk::host::read_files(&names, u64::MAX)) {
+            out[k] = match r {
+                Ok(d) => Some(d),
+                // Over the batch's budget: alone.
+                Err(f) if f.kind == ErrorKind::TooLarge => cheng_sdk::host::read_file(&name, u64::MAX).ok(),
+                Err(_) => None,
+            };
+        }
+    };
+    for (k, path) in paths.iter().enumerate() {
+        let found = listing.lookup(path).ok().flatten();
+        if found.is_some_and(|e| e.kind == EntryKind::Symlink) {
+            let Ok(rel) = gix::path::from_bstr(*path) else { continue };
+            let guest: PathBuf = workdir.join(rel);
+            out[k] = std::fs::read_link(&guest).ok().and_then(|t| t.to_str().map(|s| s.as_bytes().to_vec()));
+            continue;
+        }
+        let Some(host) = listing.host_path(path) else { continue };
+        let size = found.and_then(|e| e.stat.as_ref()).map_or(0, |s| s.size);
+        if batch_bytes + size > BATCH_BYTES {
+            flush(&mut batch, &mut out);
+            batch_bytes = 0;
+        }
+        batch_bytes += size;
+        batch.push((k, host));
+    }
+    flush(&mut batch, &mut out);
+    out
+}
+
+/// A worktree file's mode as git would record it: from the listing's `st_mode`
+/// (symlink, executable or not; the index's bit when the repository ignores it).
+pub fn git_mode(e: &Entry, index_mode: Option<u32>, executable_bit: bool) -> u32 {
+    match e.kind {
+        EntryKind::Symlink => 0o120000,
+        _ if !executable_bit => index_mode.filter(|m| *m == 0o100755 || *m == 0o100644).unwrap_or(0o100644),
+        _ => match e.stat.as_ref() {
+            Some(s) if s.mode & 0o100 != 0 => 0o100755,
+            _ => 0o100644,
+        },
+    }
+}
