@@ -1,6 +1,7 @@
 //! workspace_git against the git CLI on a repository of 2,000 files and 1,000 commits:
-//! `status` and `log` (100 commits), whole call (in-process `Host::call`, gix inside the
-//! guest) against the whole `git` process, interleaved in the same run.
+//! `status` (nothing staged, then one file staged) and `log` (100 commits), whole call
+//! (in-process `Host::call`, gix inside the guest) against the whole `git` process,
+//! interleaved in the same run.
 //!
 //! Run: `cargo bench --bench git` (add `-- --quick` for fewer iterations).
 
@@ -64,11 +65,17 @@ async fn main() {
     b.config(Config::from_toml_str("", "bench.toml").unwrap()).state_dir(state.path());
     let host = b.build().await.unwrap();
     let cx = Context::new(ws.path()).role("recon");
-    let cases: [(&str, serde_json::Value, Vec<&str>); 2] = [
+    let cases: [(&str, serde_json::Value, Vec<&str>); 3] = [
         ("status", json!({"operation": "status"}), vec!["status", "--porcelain=v1", "-uall"]),
         ("log (100 commits)", json!({"operation": "log", "max_count": 100}), vec!["log", "-n", "100"]),
+        // With a change staged, the index's cached tree no longer matches HEAD: the two
+        // are compared tree against index.
+        ("status, one file staged", json!({"operation": "status"}), vec!["status", "--porcelain=v1", "-uall"]),
     ];
     for (name, input, args) in cases {
+        if name.contains("staged") {
+            assert!(git(ws.path()).args(["add", "d3/f3.txt"]).status().unwrap().success());
+        }
         // Warm both (the component compile, git's and the OS's caches).
         let r = host.call(&cx, "workspace_git", input.clone()).await;
         assert_eq!(r.status, Status::Ok, "{}", r.output);

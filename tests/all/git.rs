@@ -2,8 +2,9 @@
 //! compared with the named git command (status --porcelain=v1 -uall, log, branch, show,
 //! diff HEAD — which must also `git apply` back to the working tree), on loose and
 //! packed objects and refs, a detached HEAD, an empty repository, ignored and excluded
-//! files, names with spaces and tabs, binary files, a staged rename, a submodule, a linked
-//! worktree; and every refusal.
+//! files, names with spaces and tabs, binary files, renames (status, diff and show), a
+//! submodule, a linked worktree, modes, symlinks, line-ending filters, conflicts; and
+//! every refusal.
 
 use std::path::Path;
 use std::process::Command;
@@ -252,8 +253,16 @@ async fn renames_submodules_worktrees_and_odd_names() {
     git(&p.join("nested"), &["init", "-q"]);
     let o = call(&h, ws.path(), json!({"operation": "status", "cwd": "main"})).await;
     assert_eq!(o["stdout"], git(&p, &["status", "--porcelain=v1", "-uall"]), "{o}");
+    // diff and show pair the rename (same content) as git does, and show the submodule
+    // as the commit it records.
+    let o = call(&h, ws.path(), json!({"operation": "diff", "cwd": "main"})).await;
+    assert_eq!(o["stdout"], git(&p, &["diff", "--no-color", "HEAD"]), "{o}");
+    assert!(o["stdout"].as_str().unwrap().contains("rename from moved.txt\nrename to renamed.txt\n"), "{o}");
+    commit(&p, "more", "2026-02-02T00:00:00+0000");
+    let o = call(&h, ws.path(), json!({"operation": "show", "cwd": "main"})).await;
+    assert_eq!(o["stdout"], git(&p, &["show", "--no-color", "HEAD"]), "{o}");
+    assert!(o["files"].as_array().unwrap().iter().any(|f| f["index"] == "R" && f["from"] == "moved.txt"), "{o}");
     // A linked worktree inside the workspace is followed.
-    git(&p, &["commit", "-q", "-m", "more"]);
     git(&p, &["worktree", "add", "-q", "../wt", "-b", "side"]);
     let wt = ws.path().join("wt");
     write(&wt, "keep.txt", b"changed in the worktree\n");
@@ -264,4 +273,115 @@ async fn renames_submodules_worktrees_and_odd_names() {
     assert_eq!(o["current_branch"], "side");
     let o = call(&h, ws.path(), json!({"operation": "log", "cwd": "wt", "max_count": 5})).await;
     assert_eq!(o["stdout"], git(&wt, &["log", "--no-color", "-n", "5"]), "{o}");
+}
+
+/// Working-tree changes decided from the host's stats, against git: an executable bit,
+/// a file turned symlink and back, a touched but unchanged file, a same-size edit with
+/// its modification time put back (only the change time tells), directories replaced
+/// by a file and by a symlink, a line-ending filter, an intent-to-add entry, a tracked
+/// name that is not UTF-8; then `diff` on the same tree.
+#[tokio::test(flavor = "multi_thread")]
+async fn working_tree_changes_match_git() {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    let h = host().await;
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    git(p, &["config", "core.autocrlf", "input"]);
+    for f in ["plain.txt", "exec.sh", "touched.txt", "samesize.txt", "dir/x.txt", "dir2/y.txt", "keep/k.txt"] {
+        write(p, f, format!("content of {f}\n").as_bytes());
+    }
+    std::fs::set_permissions(p.join("exec.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    symlink("plain.txt", p.join("link")).unwrap();
+    write(p, "crlf.txt", b"one\r\ntwo\r\n");
+    let odd = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
+    std::fs::write(p.join(odd), b"odd\n").unwrap();
+    git(p, &["add", "-A"]);
+    commit(p, "base", "2026-03-01T00:00:00+0000");
+    // Let the index's time pass the files' (git rewrites it on the next status), so that
+    // the stats alone decide.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    git(p, &["status", "--porcelain"]);
+    let same_mtime = std::fs::metadata(p.join("samesize.txt")).unwrap().modified().unwrap();
+    std::fs::set_permissions(p.join("plain.txt"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::remove_file(p.join("exec.sh")).unwrap();
+    symlink("keep/k.txt", p.join("exec.sh")).unwrap();
+    std::fs::remove_file(p.join("link")).unwrap();
+    write(p, "link", b"now a file\n");
+    let f = std::fs::OpenOptions::new().append(true).open(p.join("touched.txt")).unwrap();
+    f.set_modified(std::time::SystemTime::now()).unwrap();
+    drop(f);
+    write(p, "samesize.txt", b"CONTENT OF samesize.txt\n");
+    std::fs::File::options().write(true).open(p.join("samesize.txt")).unwrap().set_modified(same_mtime).unwrap();
+    std::fs::remove_dir_all(p.join("dir")).unwrap();
+    write(p, "dir", b"a file where a directory was\n");
+    std::fs::remove_dir_all(p.join("dir2")).unwrap();
+    symlink("keep", p.join("dir2")).unwrap();
+    // Touched: its stat changes, its content after the filter does not.
+    let f = std::fs::OpenOptions::new().append(true).open(p.join("crlf.txt")).unwrap();
+    f.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(2)).unwrap();
+    drop(f);
+    write(p, "new.txt", b"intended\n");
+    git(p, &["add", "-N", "new.txt"]);
+    std::fs::write(p.join(odd), b"odd and longer\n").unwrap();
+    let o = call(&h, p, json!({"operation": "status"})).await;
+    let theirs = git(p, &["status", "--porcelain=v1", "-uall"]);
+    assert_eq!(o["stdout"], theirs, "{o}");
+    for line in [" M plain.txt", " T exec.sh", " T link", " M samesize.txt", " D dir/x.txt", " D dir2/y.txt", " A new.txt", "?? dir", "?? dir2"] {
+        assert!(theirs.lines().any(|l| l == line), "{line} in {theirs}");
+    }
+    assert!(!theirs.contains("touched.txt") && !theirs.contains("crlf.txt"), "{theirs}");
+    // The same working tree through diff: headers as git's. The name that is not UTF-8
+    // cannot be opened in the sandbox: left out with a warning.
+    let o = call(&h, p, json!({"operation": "diff"})).await;
+    let ours = o["stdout"].as_str().unwrap().to_string();
+    assert!(o["stderr"].as_str().unwrap().contains("caf\u{fffd}.txt\" is left out of the patch: its name is not UTF-8"), "{o}");
+    let theirs = git(p, &["diff", "--no-color", "HEAD", "--", ".", ":!caf*"]);
+    let headers = |s: &str| {
+        s.lines()
+            .filter(|l| ["diff --git", "index ", "new file", "deleted file", "old mode", "new mode", "---", "+++"].iter().any(|h| l.starts_with(h)))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(headers(&ours), headers(&theirs), "ours:\n{ours}\ntheirs:\n{theirs}");
+    assert!(ours.contains("old mode 100644\nnew mode 100755\ndiff --git"), "{ours}");
+    assert!(ours.contains("new file mode 120000"), "{ours}");
+}
+
+/// Merge conflicts show git's two-letter codes.
+#[tokio::test(flavor = "multi_thread")]
+async fn conflicts_match_git() {
+    let h = host().await;
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    for f in ["both.txt", "ours-deleted.txt", "theirs-deleted.txt", "calm.txt"] {
+        write(p, f, b"base\n");
+    }
+    git(p, &["add", "-A"]);
+    commit(p, "base", "2026-03-01T00:00:00+0000");
+    git(p, &["checkout", "-q", "-b", "other"]);
+    write(p, "both.txt", b"theirs\n");
+    write(p, "added.txt", b"theirs\n");
+    write(p, "ours-deleted.txt", b"theirs\n");
+    std::fs::remove_file(p.join("theirs-deleted.txt")).unwrap();
+    git(p, &["add", "-A"]);
+    commit(p, "other", "2026-03-02T00:00:00+0000");
+    git(p, &["checkout", "-q", "main"]);
+    write(p, "both.txt", b"ours\n");
+    write(p, "added.txt", b"ours\n");
+    std::fs::remove_file(p.join("ours-deleted.txt")).unwrap();
+    write(p, "theirs-deleted.txt", b"ours\n");
+    write(p, "calm.txt", b"staged\n");
+    git(p, &["add", "-A"]);
+    commit(p, "main", "2026-03-03T00:00:00+0000");
+    let o = git_cmd(p, None).args(["merge", "-q", "other"]).output().unwrap();
+    assert!(!o.status.success(), "the merge conflicts");
+    let o = call(&h, p, json!({"operation": "status"})).await;
+    let theirs = git(p, &["status", "--porcelain=v1", "-uall"]);
+    assert_eq!(o["stdout"], theirs, "{o}");
+    for line in ["UU both.txt", "AA added.txt", "DU ours-deleted.txt", "UD theirs-deleted.txt"] {
+        assert!(theirs.lines().any(|l| l == line), "{line} in {theirs}");
+    }
 }

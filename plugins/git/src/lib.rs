@@ -710,6 +710,15 @@ fn tree_files(repo: &gix::Repository, tree: Option<gix::ObjectId>) -> Result<BTr
     Ok(map)
 }
 
+/// One side of a patch: a blob's bytes, or for a submodule (a commit recorded in the
+/// tree) the line git shows for it.
+fn side(repo: &gix::Repository, mode: u32, id: gix::ObjectId) -> Result<Vec<u8>, Failure> {
+    if mode == 0o160000 {
+        return Ok(format!("Subproject commit {id}\n").into_bytes());
+    }
+    blob(repo, id)
+}
+
 fn blob(repo: &gix::Repository, id: gix::ObjectId) -> Result<Vec<u8>, Failure> {
     Ok(repo.find_blob(id).map_err(io)?.data.clone())
 }
@@ -718,9 +727,21 @@ fn short(id: &gix::ObjectId) -> String {
     id.to_hex_with_len(7).to_string()
 }
 
+/// `prefix` + `path` as git's diff headers show it: quoted with C escapes (octal for
+/// bytes that are not ASCII) when the name needs it; spaces alone do not.
+fn diff_name(prefix: &str, path: &[u8]) -> String {
+    let plain = format!("{prefix}{}", String::from_utf8_lossy(path));
+    let needs = path.iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20 || b >= 0x7f);
+    if !needs {
+        return plain;
+    }
+    quote_bytes(&[prefix.as_bytes(), path].concat())
+}
+
 /// One file's patch, in git's format. `old`/`new`: (mode, id, bytes) or None.
-fn file_patch(path: &str, old: Option<(u32, gix::ObjectId, &[u8])>, new: Option<(u32, gix::ObjectId, &[u8])>) -> String {
-    let mut s = format!("diff --git a/{path} b/{path}\n");
+fn file_patch(path: &[u8], old: Option<(u32, gix::ObjectId, &[u8])>, new: Option<(u32, gix::ObjectId, &[u8])>) -> String {
+    let (a_name, b_name) = (diff_name("a/", path), diff_name("b/", path));
+    let mut s = format!("diff --git {a_name} {b_name}\n");
     match (&old, &new) {
         (None, Some((m, id, _))) => s.push_str(&format!("new file mode {m:o}\nindex 0000000..{}\n", short(id))),
         (Some((m, id, _)), None) => s.push_str(&format!("deleted file mode {m:o}\nindex {}..0000000\n", short(id))),
@@ -742,8 +763,8 @@ fn file_patch(path: &str, old: Option<(u32, gix::ObjectId, &[u8])>, new: Option<
         return s; // mode change only
     }
     let binary = o.iter().take(8000).any(|b| *b == 0) || n.iter().take(8000).any(|b| *b == 0);
-    let a = if old.is_some() { format!("a/{path}") } else { "/dev/null".into() };
-    let b = if new.is_some() { format!("b/{path}") } else { "/dev/null".into() };
+    let a = if old.is_some() { a_name } else { "/dev/null".into() };
+    let b = if new.is_some() { b_name } else { "/dev/null".into() };
     if binary {
         s.push_str(&format!("Binary files {a} and {b} differ\n"));
         return s;
@@ -785,31 +806,116 @@ fn tree_diff(
     new: &BTreeMap<String, (u32, gix::ObjectId)>,
     specs: &[String],
 ) -> Result<(Vec<FileStatus>, String), Failure> {
+    let paths: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    let mut changes = Vec::new();
+    for p in paths {
+        let (o, n) = (old.get(p), new.get(p));
+        if o == n || !selected(specs, p) {
+            continue;
+        }
+        changes.push(PathChange { path: p.as_bytes().to_vec(), from: None, old: o.copied(), new: n.copied(), new_data: None });
+    }
+    let changes = exact_renames(repo, changes);
+    let mut stderr = String::new();
+    emit(repo, &changes, true, &mut stderr)
+}
+
+/// One path's change between two sides, each side (mode, id); `from` for a rename,
+/// `new_data` when the new side's content is not in the object database (the working
+/// tree).
+struct PathChange {
+    path: Vec<u8>,
+    from: Option<Vec<u8>>,
+    old: Option<(u32, gix::ObjectId)>,
+    new: Option<(u32, gix::ObjectId)>,
+    new_data: Option<Vec<u8>>,
+}
+
+/// git's exact rename detection, unless the repository turns `diff.renames` off: a
+/// deleted path and an added path with the same content are one rename (a source with
+/// the same file name preferred), listed at the new path.
+fn exact_renames(repo: &gix::Repository, changes: Vec<PathChange>) -> Vec<PathChange> {
+    if repo.config_snapshot().boolean("diff.renames") == Some(false) {
+        return changes;
+    }
+    let name = |p: &[u8]| p.rsplit(|b| *b == b'/').next().map(<[u8]>::to_vec).unwrap_or_default();
+    let mut deleted: Vec<usize> = changes.iter().enumerate().filter(|(_, c)| c.new.is_none() && c.old.is_some()).map(|(i, _)| i).collect();
+    let mut pairs: BTreeMap<usize, usize> = BTreeMap::new();
+    for (i, c) in changes.iter().enumerate() {
+        let (None, Some((_, id))) = (c.old, c.new) else { continue };
+        let same = |j: &usize| changes[*j].old.is_some_and(|(_, oid)| oid == id);
+        let pick = deleted.iter().position(|j| same(j) && name(&changes[*j].path) == name(&c.path)).or_else(|| deleted.iter().position(same));
+        if let Some(k) = pick {
+            pairs.insert(i, deleted.remove(k));
+        }
+    }
+    let sources: std::collections::BTreeSet<usize> = pairs.values().copied().collect();
+    let mut out = Vec::with_capacity(changes.len() - sources.len());
+    let olds: Vec<Option<(Vec<u8>, Option<(u32, gix::ObjectId)>)>> = changes.iter().enumerate().map(|(j, c)| sources.contains(&j).then(|| (c.path.clone(), c.old))).collect();
+    for (i, mut c) in changes.into_iter().enumerate() {
+        if sources.contains(&i) {
+            continue;
+        }
+        if let Some(j) = pairs.get(&i) {
+            if let Some((from, old)) = &olds[*j] {
+                c.from = Some(from.clone());
+                c.old = *old;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Patches and file entries for `changes`, in git's format; `staged` puts the letter
+/// in the index column (show) rather than the working-tree one (diff).
+fn emit(repo: &gix::Repository, changes: &[PathChange], staged: bool, stderr: &mut String) -> Result<(Vec<FileStatus>, String), Failure> {
     let mut files = Vec::new();
     let mut patch = String::new();
-    let paths: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
-    for p in paths {
-        if !selected(specs, p) {
-            continue;
-        }
-        let (o, n) = (old.get(p), new.get(p));
-        if o == n {
-            continue;
-        }
-        let ob = o.map(|(_, id)| blob(repo, *id)).transpose()?;
-        let nb = n.map(|(_, id)| blob(repo, *id)).transpose()?;
-        let letter = match (o, n) {
-            (None, _) => "A",
-            (_, None) => "D",
+    for c in changes {
+        let kind = |m: u32| m & 0o170000;
+        let letter = match (c.old, c.new) {
+            (None, None) => continue,
+            _ if c.from.is_some() => "R",
+            (None, Some(_)) => "A",
+            (Some(_), None) => "D",
+            (Some((om, _)), Some((nm, _))) if kind(om) != kind(nm) => "T",
             _ => "M",
         };
-        patch.push_str(&file_patch(
-            p,
-            o.map(|(m, id)| (*m, *id, ob.as_deref().unwrap_or(b""))),
-            n.map(|(m, id)| (*m, *id, nb.as_deref().unwrap_or(b""))),
-        ));
-        let mut f = FileStatus::new(p.clone(), p.as_bytes().to_vec());
-        f.index = letter.into();
+        let old_bytes = c.old.map(|(m, id)| side(repo, m, id)).transpose()?;
+        let new_bytes = match (&c.new_data, c.new) {
+            (Some(d), _) => Some(d.clone()),
+            (None, Some((m, id))) => Some(side(repo, m, id)?),
+            (None, None) => None,
+        };
+        let old = c.old.map(|(m, id)| (m, id, old_bytes.as_deref().unwrap_or(b"")));
+        let new = c.new.map(|(m, id)| (m, id, new_bytes.as_deref().unwrap_or(b"")));
+        match (&c.from, letter) {
+            (Some(from), _) => {
+                let (om, nm) = (c.old.map_or(0, |x| x.0), c.new.map_or(0, |x| x.0));
+                patch.push_str(&format!("diff --git {} {}\n", diff_name("a/", from), diff_name("b/", &c.path)));
+                if om != nm {
+                    patch.push_str(&format!("old mode {om:o}\nnew mode {nm:o}\n"));
+                }
+                patch.push_str(&format!("similarity index 100%\nrename from {}\nrename to {}\n", diff_name("", from), diff_name("", &c.path)));
+            }
+            // A change of kind is a deletion and an addition, as git prints it.
+            (None, "T") => {
+                patch.push_str(&file_patch(&c.path, old, None));
+                patch.push_str(&file_patch(&c.path, None, new));
+            }
+            (None, _) => patch.push_str(&file_patch(&c.path, old, new)),
+        }
+        let mut f = FileStatus::new(lossy(c.path.as_bstr(), stderr), c.path.clone());
+        if let Some(from) = &c.from {
+            f.from = Some(lossy(from.as_bstr(), stderr));
+            f.raw_from = Some(from.clone());
+        }
+        if staged {
+            f.index = letter.into();
+        } else {
+            f.worktree = letter.into();
+        }
         files.push(f);
     }
     Ok((files, patch))
@@ -874,47 +980,40 @@ fn diff_head(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mu
     let contents = worktree::read_worktree(&scan.listing, &workdir, &paths);
     let mut work: BTreeMap<&[u8], (u32, gix::ObjectId, Vec<u8>)> = BTreeMap::new();
     let mut pipeline = None;
+    let mut unreadable: BTreeSet<&[u8]> = BTreeSet::new();
     for ((p, mode, w), data) in present.iter().zip(contents) {
         let Some(data) = data else {
-            stderr.push_str(&format!("warning: could not read \"{}\"; shown as deleted\n", p.to_str_lossy()));
+            let why = if std::str::from_utf8(p).is_err() { "its name is not UTF-8, which the sandbox cannot open" } else { "it could not be read" };
+            stderr.push_str(&format!("warning: \"{}\" is left out of the patch: {why}\n", p.to_str_lossy()));
+            unreadable.insert(p);
             continue;
         };
         let data = if w.kind == cheng_sdk::host::EntryKind::Symlink { data } else { worktree::clean(repo, &index, &mut pipeline, p.as_bstr(), data)? };
         let id = worktree::hash(repo, &data)?;
         work.insert(p, (*mode, id, data));
     }
-    let mut files = Vec::new();
-    let mut patch = String::new();
+    let mut changes = Vec::new();
     for p in &candidates {
-        if index.entry_by_path(p.as_bstr()).is_some_and(|e| e.mode.is_submodule()) {
+        if unreadable.contains(p.as_slice()) {
             continue;
         }
-        let before = head.entry_by_path(p.as_bstr()).filter(|e| !e.mode.is_submodule()).map(|e| (e.mode.bits(), e.id));
-        let after = work.get(p.as_slice());
-        let letter = match (before, after) {
-            (None, None) => continue,
-            (Some(b), Some((m, id, _))) if b == (*m, *id) => continue,
-            (None, Some(_)) => "A",
-            (Some(_), None) => "D",
-            (Some((bm, _)), Some((m, ..))) if (bm & 0o170000) != (m & 0o170000) => "T",
-            _ => "M",
+        let before = head.entry_by_path(p.as_bstr()).map(|e| (e.mode.bits(), e.id));
+        // A submodule is not entered: its side is the commit the index records.
+        let after = match index.entry_by_path(p.as_bstr()) {
+            Some(e) if e.mode.is_submodule() => Some((e.mode.bits(), e.id, format!("Subproject commit {}\n", e.id).into_bytes())),
+            _ => work.remove(p.as_slice()),
         };
-        let shown = lossy(p.as_bstr(), stderr);
-        let old_bytes = before.map(|(_, id)| blob(repo, id)).transpose()?;
-        let old = before.map(|(m, id)| (m, id, old_bytes.as_deref().unwrap_or(b"")));
-        let new = after.map(|(m, id, d)| (*m, *id, d.as_slice()));
-        if letter == "T" {
-            // A change of kind is a deletion and an addition, as git prints it.
-            patch.push_str(&file_patch(&shown, old, None));
-            patch.push_str(&file_patch(&shown, None, new));
-        } else {
-            patch.push_str(&file_patch(&shown, old, new));
+        if before == after.as_ref().map(|(m, id, _)| (*m, *id)) {
+            continue;
         }
-        let mut f = FileStatus::new(shown, p.clone());
-        f.worktree = letter.into();
-        files.push(f);
+        let (new, new_data) = match after {
+            Some((m, id, d)) => (Some((m, id)), Some(d)),
+            None => (None, None),
+        };
+        changes.push(PathChange { path: p.clone(), from: None, old: before, new, new_data });
     }
-    Ok((files, patch))
+    let changes = exact_renames(repo, changes);
+    emit(repo, &changes, false, stderr)
 }
 
 fn head_tail(s: &str, max: usize) -> (String, bool) {
