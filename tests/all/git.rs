@@ -385,3 +385,39 @@ async fn conflicts_match_git() {
         assert!(theirs.lines().any(|l| l == line), "{line} in {theirs}");
     }
 }
+
+/// `log` narrowed by pathspecs keeps the commits git keeps, merges included.
+#[tokio::test(flavor = "multi_thread")]
+async fn log_with_pathspecs_matches_git() {
+    let h = host().await;
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    write(p, "a.txt", b"a1\n");
+    write(p, "lib/b.txt", b"b1\n");
+    git(p, &["add", "-A"]);
+    commit(p, "both", "2026-04-01T00:00:00+0000");
+    write(p, "a.txt", b"a2\n");
+    git(p, &["add", "-A"]);
+    commit(p, "a only", "2026-04-02T00:00:00+0000");
+    git(p, &["checkout", "-q", "-b", "side"]);
+    write(p, "lib/b.txt", b"b2\n");
+    git(p, &["add", "-A"]);
+    commit(p, "b on the side", "2026-04-03T00:00:00+0000");
+    git(p, &["checkout", "-q", "main"]);
+    write(p, "lib/c.txt", b"c\n");
+    git(p, &["add", "-A"]);
+    commit(p, "c on main", "2026-04-04T00:00:00+0000");
+    let o = git_cmd(p, Some("2026-04-05T00:00:00+0000")).args(["merge", "-q", "--no-ff", "-m", "merge side", "side"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for specs in [vec!["a.txt"], vec!["lib"], vec!["lib/b.txt"], vec!["lib/c.txt", "a.txt"], vec!["missing"], vec!["."]] {
+        let o = call(&h, p, json!({"operation": "log", "pathspecs": specs})).await;
+        let mut args = vec!["log", "--no-color", "-n", "20", "--"];
+        args.extend(specs.iter().copied());
+        assert_eq!(o["stdout"], git(p, &args), "{specs:?}: {o}");
+    }
+    let o = call(&h, p, json!({"operation": "log", "pathspecs": ["lib/b.txt"]})).await;
+    let summaries: Vec<&str> = o["commits"].as_array().unwrap().iter().map(|c| c["summary"].as_str().unwrap()).collect();
+    // The merge takes lib/b.txt from the side branch unchanged: left out, as git does.
+    assert_eq!(summaries, ["b on the side", "both"]);
+}

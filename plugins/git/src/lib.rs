@@ -214,7 +214,7 @@ impl Tool for WorkspaceGit {
             Operation::Log => {
                 out.operation = "log".into();
                 let n = input.max_count.unwrap_or(DEFAULT_MAX_COUNT).clamp(1, MAX_COUNT) as usize;
-                let (commits, text) = log(&repo, input.revision.as_deref(), n)?;
+                let (commits, text) = log(&repo, input.revision.as_deref(), n, &input.pathspecs)?;
                 out.summary = format!("{} commits from {}", commits.len(), input.revision.as_deref().unwrap_or("HEAD"));
                 out.commits = Some(commits);
                 text
@@ -667,7 +667,40 @@ fn header(c: &gix::Commit<'_>) -> Result<String, Failure> {
     Ok(s)
 }
 
-fn log(repo: &gix::Repository, rev: Option<&str>, n: usize) -> Result<(Vec<Commit>, String), Failure> {
+/// Does `c` change anything under `specs` (always, without specs)? As git's default
+/// history simplification decides: a commit is left out when those paths are the same
+/// as in one of its parents; a root commit is shown when it has any of them.
+fn touches(repo: &gix::Repository, c: &gix::Commit<'_>, specs: &[String]) -> Result<bool, Failure> {
+    if specs.is_empty() {
+        return Ok(true);
+    }
+    let at = |tree: &gix::Tree<'_>| -> Result<Vec<Option<(u16, gix::ObjectId)>>, Failure> {
+        specs
+            .iter()
+            .map(|s| {
+                let s = s.trim_end_matches('/');
+                if s.is_empty() || s == "." {
+                    return Ok(Some((0o040000, tree.id)));
+                }
+                Ok(tree.lookup_entry_by_path(s).map_err(io)?.map(|e| (e.mode().value(), e.object_id())))
+            })
+            .collect()
+    };
+    let mine = at(&c.tree().map_err(io)?)?;
+    let mut parents = c.parent_ids().peekable();
+    if parents.peek().is_none() {
+        return Ok(mine.iter().any(Option::is_some));
+    }
+    for p in parents {
+        let tree = repo.find_commit(p).map_err(io)?.tree().map_err(io)?;
+        if at(&tree)? == mine {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn log(repo: &gix::Repository, rev: Option<&str>, n: usize, specs: &[String]) -> Result<(Vec<Commit>, String), Failure> {
     let start = match rev {
         Some(r) => resolve(repo, r)?,
         None => match head_commit_id(repo) {
@@ -682,9 +715,15 @@ fn log(repo: &gix::Repository, rev: Option<&str>, n: usize) -> Result<(Vec<Commi
         .sorting(gix::revision::walk::Sorting::ByCommitTime(Default::default()))
         .all()
         .map_err(io)?;
-    for info in walk.take(n) {
+    for info in walk {
+        if commits.len() == n {
+            break;
+        }
         let info = info.map_err(io)?;
         let c = info.object().map_err(io)?;
+        if !touches(repo, &c, specs)? {
+            continue;
+        }
         if !text.is_empty() {
             text.push('\n');
         }
