@@ -271,6 +271,19 @@ async fn the_host_filesystem_interface_keeps_the_same_walls() {
     }
     let r = f.probe("evil__probe", json!({"action": "host_list", "target": ".."})).await;
     assert_eq!(r.error_kind, Some(ErrorKind::PathRefused), "{}", r.output);
+    // The listing with stats: no way up or out through a link to a directory, and a link
+    // to a file outside is described by its own lstat, not the secret's.
+    std::os::unix::fs::symlink(f.outside.path(), f.ws.path().join("dirlink_out")).unwrap();
+    for target in ["..", "/etc", "dirlink_out"] {
+        let r = f.probe("evil__probe", json!({"action": "host_stat", "target": target})).await;
+        assert_eq!(r.error_kind, Some(ErrorKind::PathRefused), "{target}: {}", r.output);
+        assert!(!r.output.to_string().contains("secret.txt"), "{}", r.output);
+    }
+    let r = f.probe("evil__probe", json!({"action": "host_stat", "target": "."})).await;
+    let link_len = f.outside.path().join("secret.txt").as_os_str().len();
+    assert!(detail(&r).split(',').any(|e| e == format!("link_out:Symlink:{link_len}")), "{}", r.output);
+    assert!(detail(&r).split(',').any(|e| e == "inside.txt:File:6"), "{}", r.output);
+    std::fs::remove_file(f.ws.path().join("dirlink_out")).unwrap();
     // A symlink pointing inside is refused too (the tools' policy), unlike plain WASI.
     let r = f.probe("evil__probe", json!({"action": "host_read", "target": "link_in"})).await;
     assert_eq!(r.error_kind, Some(ErrorKind::PathRefused), "{}", r.output);

@@ -125,6 +125,10 @@ fn act(input: Input, cx: &Context) -> Result<Output, Failure> {
         // The host's batched filesystem interface, probed directly.
         "host_read" => String::from_utf8_lossy(&host::read_file(&input.target, 1 << 20)?).into_owned(),
         "host_list" => host::read_dir(&input.target, false)?.into_iter().map(|e| e.name).collect::<Vec<_>>().join(","),
+        "host_stat" => match host::stat_dirs(std::slice::from_ref(&input.target)).pop() {
+            Some(list) => list?.into_iter().map(|e| format!("{}:{:?}:{}", e.name, e.kind, e.size)).collect::<Vec<_>>().join(","),
+            None => String::new(),
+        },
         "host_write" => {
             host::write_file(&input.target, b"pwned", true, true)?;
             "written".into()
