@@ -3,12 +3,14 @@
 //! hooks, filters, pagers, fsmonitor or external diff from the repository's config.
 //! Destructive operations do not exist.
 //!
-//! - `status`: `git status --porcelain=v1 -uall` lines, and `files`.
+//! - `status`: `git status --porcelain=v1 -uall` lines, and `files`: HEAD against the
+//!   index by gix, the index against the working tree from the host's stats
+//!   (`worktree.rs`), untracked files from the same listings.
 //! - `diff`: the working tree against `HEAD` (`git diff HEAD`), as a patch `git apply`
 //!   accepts, built from the `HEAD` tree, the index and the files (gix has no
-//!   worktree-to-tree diff).
-//! - `log`: up to `max_count` commits from `revision` (default `HEAD`), git's default
-//!   format, and `commits`.
+//!   worktree-to-tree diff); renames with the same content paired.
+//! - `log`: up to `max_count` commits from `revision` (default `HEAD`), narrowed by
+//!   pathspecs, git's default format, and `commits`.
 //! - `show`: one commit's header and its patch against its first parent.
 //! - `branch`: local branches like `git branch`, `branches` and `current_branch`.
 //!
