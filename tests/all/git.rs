@@ -420,4 +420,8 @@ async fn log_with_pathspecs_matches_git() {
     let summaries: Vec<&str> = o["commits"].as_array().unwrap().iter().map(|c| c["summary"].as_str().unwrap()).collect();
     // The merge takes lib/b.txt from the side branch unchanged: left out, as git does.
     assert_eq!(summaries, ["b on the side", "both"]);
+    // show on a clean merge: its header, no patch (no path differs from both parents).
+    let o = call(&h, p, json!({"operation": "show"})).await;
+    assert_eq!(o["stdout"], git(p, &["show", "--no-color", "HEAD"]), "{o}");
+    assert_eq!(o["files"], json!([]));
 }

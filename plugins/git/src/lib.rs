@@ -223,7 +223,7 @@ impl Tool for WorkspaceGit {
             }
             Operation::Show => {
                 out.operation = "show".into();
-                let (commit, files, text) = show(&repo, input.revision.as_deref().unwrap_or("HEAD"), &input.pathspecs)?;
+                let (commit, files, text) = show(&repo, input.revision.as_deref().unwrap_or("HEAD"), &input.pathspecs, &mut stderr)?;
                 out.summary = format!("Commit {} \"{}\": {} files changed", &commit.id[..12], commit.summary, files.len());
                 out.commits = Some(vec![commit]);
                 out.files = Some(files);
@@ -823,12 +823,38 @@ fn file_patch(path: &[u8], old: Option<(u32, gix::ObjectId, &[u8])>, new: Option
     s
 }
 
-fn show(repo: &gix::Repository, rev: &str, specs: &[String]) -> Result<(Commit, Vec<FileStatus>, String), Failure> {
+fn show(repo: &gix::Repository, rev: &str, specs: &[String], stderr: &mut String) -> Result<(Commit, Vec<FileStatus>, String), Failure> {
     let id = resolve(repo, rev)?;
     let c = repo.find_commit(id).map_err(io)?;
     let mut text = header(&c)?;
     let new_tree = Some(c.tree_id().map_err(io)?.detach());
-    let parent = c.parent_ids().next().map(|p| p.detach());
+    let parents: Vec<gix::ObjectId> = c.parent_ids().map(|p| p.detach()).collect();
+    if parents.len() > 1 {
+        // A merge: git shows a combined diff of the paths that differ from every parent
+        // (none for a clean merge). Those paths are listed; their combined patch is not
+        // written here.
+        let new = tree_files(repo, new_tree)?;
+        let olds = parents
+            .iter()
+            .map(|p| tree_files(repo, Some(repo.find_commit(*p).map_err(io)?.tree_id().map_err(io)?.detach())))
+            .collect::<Result<Vec<_>, Failure>>()?;
+        let paths: std::collections::BTreeSet<&String> = olds.iter().flat_map(|o| o.keys()).chain(new.keys()).collect();
+        let mut files = Vec::new();
+        for p in paths {
+            if selected(specs, p) && olds.iter().all(|o| o.get(p) != new.get(p)) {
+                let mut f = FileStatus::new(p.clone(), p.as_bytes().to_vec());
+                f.index = if new.contains_key(p) { "M" } else { "D" }.into();
+                files.push(f);
+            }
+        }
+        // git ends a merge's header with the separator its (combined) diff would follow.
+        text.push('\n');
+        if !files.is_empty() {
+            stderr.push_str("warning: this merge changed paths against every parent; they are listed in `files`, their combined diff (`git show --cc`) is not shown\n");
+        }
+        return Ok((commit_info(&c)?, files, text));
+    }
+    let parent = parents.first().copied();
     let old_tree = match parent {
         Some(p) => Some(repo.find_commit(p).map_err(io)?.tree_id().map_err(io)?.detach()),
         None => None,
