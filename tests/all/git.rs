@@ -83,6 +83,13 @@ fn repo() -> tempfile::TempDir {
     d
 }
 
+/// An empty repository on branch `main`.
+fn new_repo() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    git(d.path(), &["init", "-q", "-b", "main"]);
+    d
+}
+
 async fn host() -> Host {
     util::host("", vec![]).await
 }
@@ -262,6 +269,17 @@ async fn renames_submodules_worktrees_and_odd_names() {
     let o = call(&h, ws.path(), json!({"operation": "show", "cwd": "main"})).await;
     assert_eq!(o["stdout"], git(&p, &["show", "--no-color", "HEAD"]), "{o}");
     assert!(o["files"].as_array().unwrap().iter().any(|f| f["index"] == "R" && f["from"] == "moved.txt"), "{o}");
+    // A submodule whose checkout moved on: modified, and diff shows both commits.
+    let checkout = p.join("vendor/sub");
+    write(&checkout, "s.txt", b"s2\n");
+    git(&checkout, &["add", "-A"]);
+    commit(&checkout, "sub moves", "2026-02-03T00:00:00+0000");
+    let o = call(&h, ws.path(), json!({"operation": "status", "cwd": "main"})).await;
+    let theirs = git(&p, &["status", "--porcelain=v1", "-uall"]);
+    assert_eq!(o["stdout"], theirs, "{o}");
+    assert!(theirs.lines().any(|l| l == " M vendor/sub"), "{theirs}");
+    let o = call(&h, ws.path(), json!({"operation": "diff", "cwd": "main"})).await;
+    assert_eq!(o["stdout"], git(&p, &["diff", "--no-color", "HEAD"]), "{o}");
     // A linked worktree inside the workspace is followed.
     git(&p, &["worktree", "add", "-q", "../wt", "-b", "side"]);
     let wt = ws.path().join("wt");
@@ -285,9 +303,8 @@ async fn working_tree_changes_match_git() {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::{symlink, PermissionsExt};
     let h = host().await;
-    let d = tempfile::tempdir().unwrap();
+    let d = new_repo();
     let p = d.path();
-    git(p, &["init", "-q", "-b", "main"]);
     git(p, &["config", "core.autocrlf", "input"]);
     for f in ["plain.txt", "exec.sh", "touched.txt", "samesize.txt", "dir/x.txt", "dir2/y.txt", "keep/k.txt"] {
         write(p, f, format!("content of {f}\n").as_bytes());
@@ -353,9 +370,8 @@ async fn working_tree_changes_match_git() {
 #[tokio::test(flavor = "multi_thread")]
 async fn conflicts_match_git() {
     let h = host().await;
-    let d = tempfile::tempdir().unwrap();
+    let d = new_repo();
     let p = d.path();
-    git(p, &["init", "-q", "-b", "main"]);
     for f in ["both.txt", "ours-deleted.txt", "theirs-deleted.txt", "calm.txt"] {
         write(p, f, b"base\n");
     }
@@ -390,9 +406,8 @@ async fn conflicts_match_git() {
 #[tokio::test(flavor = "multi_thread")]
 async fn log_with_pathspecs_matches_git() {
     let h = host().await;
-    let d = tempfile::tempdir().unwrap();
+    let d = new_repo();
     let p = d.path();
-    git(p, &["init", "-q", "-b", "main"]);
     write(p, "a.txt", b"a1\n");
     write(p, "lib/b.txt", b"b1\n");
     git(p, &["add", "-A"]);

@@ -396,6 +396,14 @@ fn index_matches_tree(index: &gix::index::State, tree: &gix::oid) -> bool {
         && !index.entries().iter().any(|e| e.flags.contains(gix::index::entry::Flags::INTENT_TO_ADD) || e.stage_raw() != 0)
 }
 
+/// The commit the submodule checked out at `path` (repository-relative) is at: `None`
+/// when it is not checked out, or its repository is outside the workspace.
+fn submodule_head(workdir: &Path, path: &gix::bstr::BStr, cx: &Context) -> Option<gix::ObjectId> {
+    let dir = workdir.join(gix::path::from_bstr(path).ok()?);
+    std::fs::symlink_metadata(dir.join(".git")).ok()?;
+    open_repo(&dir, cx).ok()?.head_id().ok().map(|id| id.detach())
+}
+
 /// HEAD's tree, or the empty tree before the first commit.
 fn head_tree(repo: &gix::Repository) -> Result<gix::ObjectId, Failure> {
     match head_commit_id(repo) {
@@ -456,7 +464,7 @@ fn status(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mut S
     }
     // The index against the working tree (host listings with stats, see worktree.rs).
     let (workdir, rel) = root_rel(repo, cx)?;
-    let scan = worktree::scan(repo, &index, &workdir, &rel, want)?;
+    let scan = worktree::scan(repo, &index, &workdir, &rel, want, |p| submodule_head(&workdir, p, cx))?;
     for w in &scan.warnings {
         stderr.push_str(w);
         stderr.push('\n');
@@ -1023,7 +1031,7 @@ fn diff_head(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mu
         None => &index,
     };
     let (workdir, rel) = root_rel(repo, cx)?;
-    let scan = worktree::scan(repo, &index, &workdir, &rel, want)?;
+    let scan = worktree::scan(repo, &index, &workdir, &rel, want, |p| submodule_head(&workdir, p, cx))?;
     for w in &scan.warnings {
         stderr.push_str(w);
         stderr.push('\n');
@@ -1065,9 +1073,12 @@ fn diff_head(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mu
             continue;
         }
         let before = head.entry_by_path(p.as_bstr()).map(|e| (e.mode.bits(), e.id));
-        // A submodule is not entered: its side is the commit the index records.
+        // A submodule is not entered: its side is the commit its checkout is at.
         let after = match index.entry_by_path(p.as_bstr()) {
-            Some(e) if e.mode.is_submodule() => Some((e.mode.bits(), e.id, format!("Subproject commit {}\n", e.id).into_bytes())),
+            Some(e) if e.mode.is_submodule() => {
+                let id = submodule_head(&workdir, p.as_bstr(), cx).unwrap_or(e.id);
+                Some((e.mode.bits(), id, format!("Subproject commit {id}\n").into_bytes()))
+            }
             _ => work.remove(p.as_slice()),
         };
         if before == after.as_ref().map(|(m, id, _)| (*m, *id)) {

@@ -197,13 +197,14 @@ pub struct Scan {
 
 /// Compare the working tree with `index`. `want` selects the paths to judge (the
 /// pathspecs); every tracked directory is listed either way (the untracked walk uses
-/// the listings).
+/// the listings). `submodule_head` gives the commit a submodule's checkout is at.
 pub fn scan(
     repo: &gix::Repository,
     index: &gix::index::State,
     workdir: &Path,
     root_rel: &str,
     want: impl Fn(&BStr) -> bool,
+    submodule_head: impl Fn(&BStr) -> Option<gix::ObjectId>,
 ) -> Result<Scan, Failure> {
     let mut listing = list(index, root_rel);
     let opts = repo.stat_options().map_err(crate::io)?;
@@ -254,8 +255,14 @@ pub fn scan(
         // Type and mode first, as git does.
         let type_change = match e.mode {
             Mode::COMMIT => match w.kind {
-                // A submodule is listed, not entered: its checkout is not compared.
-                EntryKind::Dir => continue,
+                // A submodule: its checkout's HEAD against the commit the index records
+                // (its files are not looked at; one not checked out is unchanged).
+                EntryKind::Dir => {
+                    if submodule_head(path).is_some_and(|head| head != e.id) {
+                        changes.push((path.to_owned(), Change::Modified));
+                    }
+                    continue;
+                }
                 _ => true,
             },
             Mode::SYMLINK => w.kind != EntryKind::Symlink && (caps.symlink || w.kind != EntryKind::File),
