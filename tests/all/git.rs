@@ -439,4 +439,44 @@ async fn log_with_pathspecs_matches_git() {
     let o = call(&h, p, json!({"operation": "show"})).await;
     assert_eq!(o["stdout"], git(p, &["show", "--no-color", "HEAD"]), "{o}");
     assert_eq!(o["files"], json!([]));
+    // HEAD moved back under an index whose cached tree was made for the merge: staged
+    // changes where the trees differ, nothing where they agree.
+    git(p, &["reset", "-q", "--soft", "HEAD~2"]);
+    let o = call(&h, p, json!({"operation": "status"})).await;
+    let theirs = git(p, &["status", "--porcelain=v1", "-uall"]);
+    assert_eq!(o["stdout"], theirs, "{o}");
+    assert_eq!(theirs, "M  lib/b.txt\nA  lib/c.txt\n");
+}
+
+/// Staged renames as git reports them: the same content, content edited after the move
+/// (paired by similarity), and none with `status.renames` off; in a repository whose
+/// other directories the index's cached tree vouches for.
+#[tokio::test(flavor = "multi_thread")]
+async fn staged_renames_match_git() {
+    let h = host().await;
+    let d = new_repo();
+    let p = d.path();
+    let body = |name: &str| (0..20).map(|i| format!("{name} line {i}\n")).collect::<String>();
+    for f in ["a/same.txt", "a/edited.txt", "b/gone.txt", "c/keep.txt", "d/keep.txt"] {
+        write(p, f, body(f).as_bytes());
+    }
+    git(p, &["add", "-A"]);
+    commit(p, "base", "2026-05-01T00:00:00+0000");
+    git(p, &["mv", "a/same.txt", "a/same-moved.txt"]);
+    git(p, &["mv", "a/edited.txt", "c/edited-moved.txt"]);
+    write(p, "c/edited-moved.txt", format!("{}one more line\n", body("a/edited.txt")).as_bytes());
+    git(p, &["rm", "-q", "b/gone.txt"]);
+    write(p, "b/new.txt", b"unrelated\n");
+    git(p, &["add", "-A"]);
+    let o = call(&h, p, json!({"operation": "status"})).await;
+    let theirs = git(p, &["status", "--porcelain=v1", "-uall"]);
+    assert_eq!(o["stdout"], theirs, "{o}");
+    for line in ["R  a/same.txt -> a/same-moved.txt", "R  a/edited.txt -> c/edited-moved.txt", "D  b/gone.txt", "A  b/new.txt"] {
+        assert!(theirs.lines().any(|l| l == line), "{line} in {theirs}");
+    }
+    git(p, &["config", "status.renames", "false"]);
+    let o = call(&h, p, json!({"operation": "status"})).await;
+    let theirs = git(p, &["status", "--porcelain=v1", "-uall"]);
+    assert_eq!(o["stdout"], theirs, "{o}");
+    assert!(theirs.lines().any(|l| l == "D  a/same.txt"), "{theirs}");
 }

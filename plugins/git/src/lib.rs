@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use cheng_sdk::prelude::*;
 use gix::bstr::ByteSlice;
 
+mod staged;
 mod worktree;
 
 /// Default cap on `stdout`.
@@ -388,14 +389,6 @@ fn lossy(b: &gix::bstr::BStr, stderr: &mut String) -> String {
     }
 }
 
-/// Does the index's cached tree (git's `TREE` extension, kept valid by checkout and
-/// commit and invalidated along every path staged since) say the index holds exactly
-/// `tree`? Then HEAD and the index need no comparison, as git skips it too.
-fn index_matches_tree(index: &gix::index::State, tree: &gix::oid) -> bool {
-    index.tree().is_some_and(|t| t.num_entries.is_some() && t.id == tree)
-        && !index.entries().iter().any(|e| e.flags.contains(gix::index::entry::Flags::INTENT_TO_ADD) || e.stage_raw() != 0)
-}
-
 /// The commit the submodule checked out at `path` (repository-relative) is at: `None`
 /// when it is not checked out, or its repository is outside the workspace.
 fn submodule_head(workdir: &Path, path: &gix::bstr::BStr, cx: &Context) -> Option<gix::ObjectId> {
@@ -427,11 +420,16 @@ fn status(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mut S
     fn entry<'m>(map: &'m mut BTreeMap<Vec<u8>, FileStatus>, raw: &[u8], stderr: &mut String) -> &'m mut FileStatus {
         map.entry(raw.to_vec()).or_insert_with(|| FileStatus::new(lossy(raw.as_bstr(), stderr), raw.to_vec()))
     }
-    // HEAD against the index (gix, renames as the repository configures them), unless
-    // the index's cached tree says they are the same.
-    let mut staged: Vec<(Vec<u8>, &'static str, Option<Vec<u8>>)> = Vec::new();
+    // HEAD against the index: where the index's cached tree vouches for a directory it
+    // is skipped (staged.rs); when renames with edits could be involved, gix compares
+    // the whole (renames as the repository configures them, by similarity).
     let head = head_tree(repo)?;
-    if !index_matches_tree(&index, &head) {
+    let renames = repo.config_snapshot().boolean("status.renames").or_else(|| repo.config_snapshot().boolean("diff.renames")).unwrap_or(true);
+    let head_side = staged::HeadSide::read(repo, &index, head).map_err(io)?;
+    let mut staged: Vec<staged::Staged> = Vec::new();
+    if let Some(changes) = staged::changes(&index, &head_side, renames) {
+        staged.extend(changes.into_iter().filter(|(p, _, from)| want(p.as_bstr()) || from.as_deref().is_some_and(|f| want(f.as_bstr()))));
+    } else {
         let renames = gix::status::tree_index::TrackRenames::AsConfigured;
         repo.tree_index_status(&head, &index, None, renames, |change, _, _| {
             let (path, letter, from) = match &change {
@@ -1001,35 +999,17 @@ fn emit(repo: &gix::Repository, changes: &[PathChange], staged: bool, stderr: &m
 /// read and compared with HEAD. A path in HEAD but not in the index is deleted, as git
 /// shows it.
 fn diff_head(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mut String) -> Result<(Vec<FileStatus>, String), Failure> {
-    use gix::diff::index::ChangeRef;
     use std::collections::BTreeSet;
     let want = |p: &gix::bstr::BStr| selected(specs, &p.to_str_lossy());
     let index = repo.index_or_empty().map_err(io)?;
+    // HEAD's side where the index's cached tree does not vouch for it (staged.rs).
+    let head = staged::HeadSide::read(repo, &index, head_tree(repo)?).map_err(io)?;
     let mut candidates: BTreeSet<Vec<u8>> = BTreeSet::new();
-    let head_id = head_tree(repo)?;
-    let outcome = if index_matches_tree(&index, &head_id) {
-        None
-    } else {
-        let renames = gix::status::tree_index::TrackRenames::Disabled;
-        let outcome = repo
-            .tree_index_status(&head_id, &index, None, renames, |change, _, _| {
-                let path = match &change {
-                    ChangeRef::Addition { location, .. } | ChangeRef::Deletion { location, .. } | ChangeRef::Modification { location, .. } => location.as_ref(),
-                    ChangeRef::Rewrite { location, .. } => location.as_ref(),
-                };
-                if want(path) {
-                    candidates.insert(path.to_vec());
-                }
-                Ok(std::ops::ControlFlow::Continue(()))
-            })
-            .map_err(io)?;
-        Some(outcome)
-    };
-    // HEAD as an index (the index itself when the two are the same).
-    let head: &gix::index::State = match &outcome {
-        Some(o) => &o.tree_index,
-        None => &index,
-    };
+    for (p, _, _) in staged::changes(&index, &head, false).unwrap_or_default() {
+        if want(p.as_bstr()) {
+            candidates.insert(p);
+        }
+    }
     let (workdir, rel) = root_rel(repo, cx)?;
     let scan = worktree::scan(repo, &index, &workdir, &rel, want, |p| submodule_head(&workdir, p, cx))?;
     for w in &scan.warnings {
@@ -1072,7 +1052,7 @@ fn diff_head(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mu
         if unreadable.contains(p.as_slice()) {
             continue;
         }
-        let before = head.entry_by_path(p.as_bstr()).map(|e| (e.mode.bits(), e.id));
+        let before = head.get(&index, p.as_bstr());
         // A submodule is not entered: its side is the commit its checkout is at.
         let after = match index.entry_by_path(p.as_bstr()) {
             Some(e) if e.mode.is_submodule() => {
