@@ -3,7 +3,8 @@
 //! (in-process `Host::call`, gix inside the guest) against the whole `git` process,
 //! interleaved in the same run.
 //!
-//! Run: `cargo bench --bench git` (add `-- --quick` for fewer iterations).
+//! Run: `cargo bench --bench git` (add `-- --quick` for fewer iterations, `-- --large`
+//! for 20,000 files).
 
 use std::io::Write;
 use std::path::Path;
@@ -23,9 +24,11 @@ fn git(dir: &Path) -> Command {
     c
 }
 
-/// 2,000 files over 40 directories in the first commit, then 999 commits each changing
-/// one file, written with `git fast-import`; then a checkout and a few edits.
-fn make_repo(dir: &Path) {
+/// `files` files over `files / 50` directories in the first commit, then 999 commits
+/// each changing one file, written with `git fast-import`; then a checkout and a few
+/// edits.
+fn make_repo(dir: &Path, files: usize) {
+    let dirs = files / 50;
     assert!(git(dir).args(["init", "-q", "-b", "main"]).status().unwrap().success());
     let mut fi = git(dir).args(["fast-import", "--quiet"]).stdin(Stdio::piped()).spawn().unwrap();
     let mut s = String::new();
@@ -35,10 +38,10 @@ fn make_repo(dir: &Path) {
         if c > 0 {
             s.push_str(&format!("from :{}\n", 100_000 + c - 1));
         }
-        let files: Vec<usize> = if c == 0 { (0..2000).collect() } else { vec![c % 2000] };
-        for f in files {
+        let changed: Vec<usize> = if c == 0 { (0..files).collect() } else { vec![c % files] };
+        for f in changed {
             let body = format!("file {f} version {c}\n{}\n", "x".repeat(200));
-            s.push_str(&format!("M 100644 inline d{}/f{}.txt\ndata {}\n{}\n", f % 40, f, body.len(), body));
+            s.push_str(&format!("M 100644 inline d{}/f{}.txt\ndata {}\n{}\n", f % dirs, f, body.len(), body));
             mark += 1;
         }
     }
@@ -46,8 +49,8 @@ fn make_repo(dir: &Path) {
     fi.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
     assert!(fi.wait().unwrap().success());
     assert!(git(dir).args(["checkout", "-q", "-f", "main"]).status().unwrap().success());
-    for f in [3, 700, 1999] {
-        std::fs::write(dir.join(format!("d{}/f{f}.txt", f % 40)), "edited\n").unwrap();
+    for f in [3, 700, files - 1] {
+        std::fs::write(dir.join(format!("d{}/f{f}.txt", f % dirs)), "edited\n").unwrap();
     }
     std::fs::write(dir.join("untracked.txt"), "new\n").unwrap();
 }
@@ -55,12 +58,14 @@ fn make_repo(dir: &Path) {
 #[tokio::main]
 async fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
+    // `--large`: 20,000 files in 400 directories instead of 2,000 in 40.
+    let files = if std::env::args().any(|a| a == "--large") { 20_000 } else { 2_000 };
     let n = if quick { 5 } else { 20 };
     let ws = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
     let t = Instant::now();
-    make_repo(ws.path());
-    println!("repository: 2,000 files, 1,000 commits (made in {:.1} s)", t.elapsed().as_secs_f64());
+    make_repo(ws.path(), files);
+    println!("repository: {files} files, 1,000 commits (made in {:.1} s)", t.elapsed().as_secs_f64());
     let mut b = HostBuilder::new();
     b.config(Config::from_toml_str("", "bench.toml").unwrap()).state_dir(state.path());
     let host = b.build().await.unwrap();

@@ -4,7 +4,8 @@
 //! Destructive operations do not exist.
 //!
 //! - `status`: `git status --porcelain=v1 -uall` lines, and `files`: HEAD against the
-//!   index by gix, the index against the working tree from the host's stats
+//!   index guided by the index's cached tree (`staged.rs`; gix when renames with edits
+//!   could be involved), the index against the working tree from the host's stats
 //!   (`worktree.rs`), untracked files from the same listings.
 //! - `diff`: the working tree against `HEAD` (`git diff HEAD`), as a patch `git apply`
 //!   accepts, built from the `HEAD` tree, the index and the files (gix has no
