@@ -174,11 +174,10 @@ impl Tool for WorkspaceGit {
         for p in &input.pathspecs {
             check_pathspec(p)?;
         }
-        if let Some(r) = &input.revision {
-            if r.trim().is_empty() {
+        if let Some(r) = &input.revision
+            && r.trim().is_empty() {
                 return Err(Failure::invalid_argument("revision is empty; omit it for HEAD"));
             }
-        }
         let cwd = cx.resolve(input.cwd.as_deref().unwrap_or("."))?;
         let repo = open_repo(&cwd.path, cx)?;
         let max_bytes = input.max_bytes.unwrap_or(DEFAULT_MAX_BYTES).max(1) as usize;
@@ -360,7 +359,7 @@ fn inside_workspace(target: &str, base: &Path, cx: &Context) -> Option<PathBuf> 
 /// that are not UTF-8 keep their bytes, octal-escaped).
 fn quote_bytes(p: &[u8]) -> String {
     // As `git status` quotes: also when the path holds a space.
-    let needs = p.iter().any(|&b| b == b'"' || b == b'\\' || b == b' ' || b < 0x20 || b >= 0x7f);
+    let needs = p.iter().any(|&b| b == b'"' || b == b'\\' || b == b' ' || !(0x20..0x7f).contains(&b));
     if !needs {
         return String::from_utf8_lossy(p).into_owned();
     }
@@ -590,17 +589,16 @@ fn branches(repo: &gix::Repository) -> Result<(Vec<Branch>, String), Failure> {
     out.sort_by(|a, b| a.name.cmp(&b.name));
     let mut text = String::new();
     let detached = head_name.is_none();
-    if detached {
-        if let Ok(id) = repo.head_id() {
+    if detached
+        && let Ok(id) = repo.head_id() {
             text.push_str(&format!("* (HEAD detached at {})\n", id.shorten_or_id()));
         }
-    }
     // Branches checked out in another worktree get git's `+`.
     let elsewhere = other_worktree_branches(repo);
     for b in &out {
         let mark = if b.current {
             "*"
-        } else if elsewhere.iter().any(|n| *n == b.name) {
+        } else if elsewhere.contains(&b.name) {
             "+"
         } else {
             " "
@@ -779,7 +777,7 @@ fn short(id: &gix::ObjectId) -> String {
 /// bytes that are not ASCII) when the name needs it; spaces alone do not.
 fn diff_name(prefix: &str, path: &[u8]) -> String {
     let plain = format!("{prefix}{}", String::from_utf8_lossy(path));
-    let needs = path.iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20 || b >= 0x7f);
+    let needs = path.iter().any(|&b| b == b'"' || b == b'\\' || !(0x20..0x7f).contains(&b));
     if !needs {
         return plain;
     }
@@ -909,36 +907,29 @@ struct PathChange {
 /// deleted path and an added path with the same content are one rename (a source with
 /// the same file name preferred), listed at the new path.
 fn exact_renames(repo: &gix::Repository, changes: Vec<PathChange>) -> Vec<PathChange> {
+    use std::collections::{HashMap, HashSet};
     if repo.config_snapshot().boolean("diff.renames") == Some(false) {
         return changes;
     }
-    let name = |p: &[u8]| p.rsplit(|b| *b == b'/').next().map(<[u8]>::to_vec).unwrap_or_default();
-    let mut deleted: Vec<usize> = changes.iter().enumerate().filter(|(_, c)| c.new.is_none() && c.old.is_some()).map(|(i, _)| i).collect();
-    let mut pairs: BTreeMap<usize, usize> = BTreeMap::new();
-    for (i, c) in changes.iter().enumerate() {
-        let (None, Some((_, id))) = (c.old, c.new) else { continue };
-        let same = |j: &usize| changes[*j].old.is_some_and(|(_, oid)| oid == id);
-        let pick = deleted.iter().position(|j| same(j) && name(&changes[*j].path) == name(&c.path)).or_else(|| deleted.iter().position(same));
-        if let Some(k) = pick {
-            pairs.insert(i, deleted.remove(k));
-        }
-    }
-    let sources: std::collections::BTreeSet<usize> = pairs.values().copied().collect();
-    let mut out = Vec::with_capacity(changes.len() - sources.len());
-    let olds: Vec<Option<(Vec<u8>, Option<(u32, gix::ObjectId)>)>> = changes.iter().enumerate().map(|(j, c)| sources.contains(&j).then(|| (c.path.clone(), c.old))).collect();
-    for (i, mut c) in changes.into_iter().enumerate() {
-        if sources.contains(&i) {
-            continue;
-        }
-        if let Some(j) = pairs.get(&i) {
-            if let Some((from, old)) = &olds[*j] {
+    let mut deleted: Vec<(Vec<u8>, gix::ObjectId)> =
+        changes.iter().filter(|c| c.new.is_none()).filter_map(|c| c.old.map(|(_, id)| (c.path.clone(), id))).collect();
+    let added: Vec<(&[u8], gix::ObjectId)> =
+        changes.iter().filter(|c| c.old.is_none()).filter_map(|c| c.new.map(|(_, id)| (c.path.as_slice(), id))).collect();
+    let sources = staged::pair_exact(&added, &mut deleted);
+    let pairs: HashMap<Vec<u8>, Vec<u8>> = added.iter().zip(sources).filter_map(|((p, _), s)| s.map(|s| (p.to_vec(), s))).collect();
+    let used: HashSet<&Vec<u8>> = pairs.values().collect();
+    let olds: HashMap<Vec<u8>, Option<staged::Side>> = changes.iter().filter(|c| used.contains(&c.path)).map(|c| (c.path.clone(), c.old)).collect();
+    changes
+        .into_iter()
+        .filter(|c| !(c.new.is_none() && used.contains(&c.path)))
+        .map(|mut c| {
+            if let Some(from) = pairs.get(&c.path) {
+                c.old = olds.get(from).copied().flatten();
                 c.from = Some(from.clone());
-                c.old = *old;
             }
-        }
-        out.push(c);
-    }
-    out
+            c
+        })
+        .collect()
 }
 
 /// Patches and file entries for `changes`, in git's format; `staged` puts the letter
@@ -1026,11 +1017,10 @@ fn diff_head(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mu
         if e.mode.is_submodule() {
             continue;
         }
-        if let Ok(Some(w)) = scan.listing.lookup(p) {
-            if matches!(w.kind, cheng_sdk::host::EntryKind::File | cheng_sdk::host::EntryKind::Symlink) {
+        if let Ok(Some(w)) = scan.listing.lookup(p)
+            && matches!(w.kind, cheng_sdk::host::EntryKind::File | cheng_sdk::host::EntryKind::Symlink) {
                 present.push((p.as_slice(), worktree::git_mode(w, Some(e.mode.bits()), exec_bit), w));
             }
-        }
     }
     let paths: Vec<&gix::bstr::BStr> = present.iter().map(|(p, ..)| p.as_bstr()).collect();
     let contents = worktree::read_worktree(&scan.listing, &workdir, &paths);

@@ -127,23 +127,13 @@ pub fn changes(index: &gix::index::State, head: &HeadSide, renames: bool) -> Opt
         }
     }
     if renames && !added.is_empty() && !deleted.is_empty() {
-        // Exact renames: the same content under a new name (a source with the same file
-        // name preferred), shown at the new path.
-        let name = |p: &[u8]| p.rsplit(|b| *b == b'/').next().map(<[u8]>::to_vec).unwrap_or_default();
-        let mut unpaired = 0;
-        for &k in &added {
-            let id = index_side[out[k].0.as_slice()].1;
-            let pick = deleted
-                .iter()
-                .position(|(p, d)| *d == id && name(p) == name(&out[k].0))
-                .or_else(|| deleted.iter().position(|(_, d)| *d == id));
-            match pick {
-                Some(j) => {
-                    let (from, _) = deleted.remove(j);
-                    out[k].1 = "R";
-                    out[k].2 = Some(from);
-                }
-                None => unpaired += 1,
+        let adds: Vec<(&[u8], gix::ObjectId)> = added.iter().map(|&k| (out[k].0.as_slice(), index_side[out[k].0.as_slice()].1)).collect();
+        let sources = pair_exact(&adds, &mut deleted);
+        let unpaired = sources.iter().filter(|s| s.is_none()).count();
+        for (&k, source) in added.iter().zip(sources) {
+            if let Some(from) = source {
+                out[k].1 = "R";
+                out[k].2 = Some(from);
             }
         }
         if unpaired > 0 && !deleted.is_empty() {
@@ -153,4 +143,21 @@ pub fn changes(index: &gix::index::State, head: &HeadSide, renames: bool) -> Opt
     out.extend(deleted.into_iter().map(|(p, _)| (p, "D", None)));
     out.sort_by(|a, b| a.0.cmp(&b.0));
     Some(out)
+}
+
+/// git's exact rename pass: for each addition (path, content id), the deletion with
+/// the same content it pairs with — a source with the same file name preferred — taken
+/// out of `deleted`.
+pub fn pair_exact(added: &[(&[u8], gix::ObjectId)], deleted: &mut Vec<(Vec<u8>, gix::ObjectId)>) -> Vec<Option<Vec<u8>>> {
+    let name = |p: &[u8]| p.rsplit(|b| *b == b'/').next().map(<[u8]>::to_vec).unwrap_or_default();
+    added
+        .iter()
+        .map(|(path, id)| {
+            let pick = deleted
+                .iter()
+                .position(|(p, d)| d == id && name(p) == name(path))
+                .or_else(|| deleted.iter().position(|(_, d)| d == id));
+            pick.map(|j| deleted.remove(j).0)
+        })
+        .collect()
 }

@@ -119,13 +119,12 @@ pub fn unescape(name: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\' && b.get(i + 1) == Some(&b'x') && i + 3 < b.len() {
-            if let Some(v) = std::str::from_utf8(&b[i + 2..i + 4]).ok().and_then(|h| u8::from_str_radix(h, 16).ok()) {
+        if b[i] == b'\\' && b.get(i + 1) == Some(&b'x') && i + 3 < b.len()
+            && let Some(v) = std::str::from_utf8(&b[i + 2..i + 4]).ok().and_then(|h| u8::from_str_radix(h, 16).ok()) {
                 out.push(v);
                 i += 4;
                 continue;
             }
-        }
         out.push(b[i]);
         i += 1;
     }
