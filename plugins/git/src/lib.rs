@@ -58,8 +58,8 @@ pub struct GitInput {
     /// Directory inside the repository, relative to the workspace root; omit for the root.
     #[serde(default)]
     cwd: Option<String>,
-    /// Limit status, diff and show to these paths (relative to the repository root; no
-    /// absolute paths, no `..`). A path names a file or everything below a directory.
+    /// Limit status, diff, log and show to these paths (relative to the repository root;
+    /// no absolute paths, no `..`). A path names a file or everything below a directory.
     #[serde(default)]
     pathspecs: Vec<String>,
     /// log and show: the commit to start from (a name, a hash or any revision gix
@@ -174,10 +174,9 @@ impl Tool for WorkspaceGit {
         for p in &input.pathspecs {
             check_pathspec(p)?;
         }
-        if let Some(r) = &input.revision
-            && r.trim().is_empty() {
-                return Err(Failure::invalid_argument("revision is empty; omit it for HEAD"));
-            }
+        if input.revision.as_deref().is_some_and(|r| r.trim().is_empty()) {
+            return Err(Failure::invalid_argument("revision is empty; omit it for HEAD"));
+        }
         let cwd = cx.resolve(input.cwd.as_deref().unwrap_or("."))?;
         let repo = open_repo(&cwd.path, cx)?;
         let max_bytes = input.max_bytes.unwrap_or(DEFAULT_MAX_BYTES).max(1) as usize;
@@ -456,7 +455,7 @@ fn status(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mut S
         let f = entry(&mut map, &path, stderr);
         f.index = letter.into();
         if let Some(from) = from {
-            f.from = Some(String::from_utf8_lossy(&from).into_owned());
+            f.from = Some(lossy(from.as_bstr(), stderr));
             f.raw_from = Some(from);
         }
     }
@@ -589,10 +588,9 @@ fn branches(repo: &gix::Repository) -> Result<(Vec<Branch>, String), Failure> {
     out.sort_by(|a, b| a.name.cmp(&b.name));
     let mut text = String::new();
     let detached = head_name.is_none();
-    if detached
-        && let Ok(id) = repo.head_id() {
-            text.push_str(&format!("* (HEAD detached at {})\n", id.shorten_or_id()));
-        }
+    if detached && let Ok(id) = repo.head_id() {
+        text.push_str(&format!("* (HEAD detached at {})\n", id.shorten_or_id()));
+    }
     // Branches checked out in another worktree get git's `+`.
     let elsewhere = other_worktree_branches(repo);
     for b in &out {
@@ -741,7 +739,7 @@ fn log(repo: &gix::Repository, rev: Option<&str>, n: usize, specs: &[String]) ->
 }
 
 /// Every blob of a tree: path → (mode bits, id).
-fn tree_files(repo: &gix::Repository, tree: Option<gix::ObjectId>) -> Result<BTreeMap<String, (u32, gix::ObjectId)>, Failure> {
+fn tree_files(repo: &gix::Repository, tree: Option<gix::ObjectId>) -> Result<BTreeMap<String, staged::Side>, Failure> {
     let mut map = BTreeMap::new();
     let Some(tree) = tree else { return Ok(map) };
     let tree = repo.find_tree(tree).map_err(io)?;
@@ -864,7 +862,7 @@ fn show(repo: &gix::Repository, rev: &str, specs: &[String], stderr: &mut String
         Some(p) => Some(repo.find_commit(p).map_err(io)?.tree_id().map_err(io)?.detach()),
         None => None,
     };
-    let (files, patch) = tree_diff(repo, &tree_files(repo, old_tree)?, &tree_files(repo, new_tree)?, specs)?;
+    let (files, patch) = tree_diff(repo, &tree_files(repo, old_tree)?, &tree_files(repo, new_tree)?, specs, stderr)?;
     if !patch.is_empty() {
         text.push('\n');
         text.push_str(&patch);
@@ -874,9 +872,10 @@ fn show(repo: &gix::Repository, rev: &str, specs: &[String], stderr: &mut String
 
 fn tree_diff(
     repo: &gix::Repository,
-    old: &BTreeMap<String, (u32, gix::ObjectId)>,
-    new: &BTreeMap<String, (u32, gix::ObjectId)>,
+    old: &BTreeMap<String, staged::Side>,
+    new: &BTreeMap<String, staged::Side>,
     specs: &[String],
+    stderr: &mut String,
 ) -> Result<(Vec<FileStatus>, String), Failure> {
     let paths: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
     let mut changes = Vec::new();
@@ -888,8 +887,7 @@ fn tree_diff(
         changes.push(PathChange { path: p.as_bytes().to_vec(), from: None, old: o.copied(), new: n.copied(), new_data: None });
     }
     let changes = exact_renames(repo, changes);
-    let mut stderr = String::new();
-    emit(repo, &changes, true, &mut stderr)
+    emit(repo, &changes, true, stderr)
 }
 
 /// One path's change between two sides, each side (mode, id); `from` for a rename,
@@ -898,8 +896,8 @@ fn tree_diff(
 struct PathChange {
     path: Vec<u8>,
     from: Option<Vec<u8>>,
-    old: Option<(u32, gix::ObjectId)>,
-    new: Option<(u32, gix::ObjectId)>,
+    old: Option<staged::Side>,
+    new: Option<staged::Side>,
     new_data: Option<Vec<u8>>,
 }
 
@@ -948,13 +946,13 @@ fn emit(repo: &gix::Repository, changes: &[PathChange], staged: bool, stderr: &m
             _ => "M",
         };
         let old_bytes = c.old.map(|(m, id)| side(repo, m, id)).transpose()?;
-        let new_bytes = match (&c.new_data, c.new) {
-            (Some(d), _) => Some(d.clone()),
+        let loaded = match (&c.new_data, c.new) {
             (None, Some((m, id))) => Some(side(repo, m, id)?),
-            (None, None) => None,
+            _ => None,
         };
+        let new_bytes = c.new_data.as_deref().or(loaded.as_deref()).unwrap_or(b"");
         let old = c.old.map(|(m, id)| (m, id, old_bytes.as_deref().unwrap_or(b"")));
-        let new = c.new.map(|(m, id)| (m, id, new_bytes.as_deref().unwrap_or(b"")));
+        let new = c.new.map(|(m, id)| (m, id, new_bytes));
         match (&c.from, letter) {
             (Some(from), _) => {
                 let (om, nm) = (c.old.map_or(0, |x| x.0), c.new.map_or(0, |x| x.0));
@@ -1018,13 +1016,14 @@ fn diff_head(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mu
             continue;
         }
         if let Ok(Some(w)) = scan.listing.lookup(p)
-            && matches!(w.kind, cheng_sdk::host::EntryKind::File | cheng_sdk::host::EntryKind::Symlink) {
-                present.push((p.as_slice(), worktree::git_mode(w, Some(e.mode.bits()), exec_bit), w));
-            }
+            && matches!(w.kind, cheng_sdk::host::EntryKind::File | cheng_sdk::host::EntryKind::Symlink)
+        {
+            present.push((p.as_slice(), worktree::git_mode(w, e.mode.bits(), exec_bit), w));
+        }
     }
     let paths: Vec<&gix::bstr::BStr> = present.iter().map(|(p, ..)| p.as_bstr()).collect();
     let contents = worktree::read_worktree(&scan.listing, &workdir, &paths);
-    let mut work: BTreeMap<&[u8], (u32, gix::ObjectId, Vec<u8>)> = BTreeMap::new();
+    let mut work: BTreeMap<&[u8], (staged::Side, Vec<u8>)> = BTreeMap::new();
     let mut pipeline = None;
     let mut unreadable: BTreeSet<&[u8]> = BTreeSet::new();
     for ((p, mode, w), data) in present.iter().zip(contents) {
@@ -1036,7 +1035,7 @@ fn diff_head(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mu
         };
         let data = if w.kind == cheng_sdk::host::EntryKind::Symlink { data } else { worktree::clean(repo, &index, &mut pipeline, p.as_bstr(), data)? };
         let id = worktree::hash(repo, &data)?;
-        work.insert(p, (*mode, id, data));
+        work.insert(p, ((*mode, id), data));
     }
     let mut changes = Vec::new();
     for p in &candidates {
@@ -1045,20 +1044,16 @@ fn diff_head(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mu
         }
         let before = head.get(&index, p.as_bstr());
         // A submodule is not entered: its side is the commit its checkout is at.
-        let after = match index.entry_by_path(p.as_bstr()) {
-            Some(e) if e.mode.is_submodule() => {
-                let id = submodule_head(&workdir, p.as_bstr(), cx).unwrap_or(e.id);
-                Some((e.mode.bits(), id, format!("Subproject commit {id}\n").into_bytes()))
-            }
-            _ => work.remove(p.as_slice()),
+        let (new, new_data) = match index.entry_by_path(p.as_bstr()) {
+            Some(e) if e.mode.is_submodule() => (Some((e.mode.bits(), submodule_head(&workdir, p.as_bstr(), cx).unwrap_or(e.id))), None),
+            _ => match work.remove(p.as_slice()) {
+                Some((side, data)) => (Some(side), Some(data)),
+                None => (None, None),
+            },
         };
-        if before == after.as_ref().map(|(m, id, _)| (*m, *id)) {
+        if before == new {
             continue;
         }
-        let (new, new_data) = match after {
-            Some((m, id, d)) => (Some((m, id)), Some(d)),
-            None => (None, None),
-        };
         changes.push(PathChange { path: p.clone(), from: None, old: before, new, new_data });
     }
     let changes = exact_renames(repo, changes);

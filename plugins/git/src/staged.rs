@@ -21,7 +21,7 @@ pub type Side = (u32, gix::ObjectId);
 /// entries it vouches for.
 pub struct HeadSide {
     /// HEAD's files under the directories compared, by path.
-    pub files: BTreeMap<Vec<u8>, Side>,
+    files: BTreeMap<Vec<u8>, Side>,
     /// Per index entry: true when its directory's cached tree equals HEAD's.
     vouched: Vec<bool>,
 }
@@ -149,13 +149,13 @@ pub fn changes(index: &gix::index::State, head: &HeadSide, renames: bool) -> Opt
 /// the same content it pairs with — a source with the same file name preferred — taken
 /// out of `deleted`.
 pub fn pair_exact(added: &[(&[u8], gix::ObjectId)], deleted: &mut Vec<(Vec<u8>, gix::ObjectId)>) -> Vec<Option<Vec<u8>>> {
-    let name = |p: &[u8]| p.rsplit(|b| *b == b'/').next().map(<[u8]>::to_vec).unwrap_or_default();
+    use crate::worktree::split;
     added
         .iter()
         .map(|(path, id)| {
             let pick = deleted
                 .iter()
-                .position(|(p, d)| d == id && name(p) == name(path))
+                .position(|(p, d)| d == id && split(p).1 == split(path).1)
                 .or_else(|| deleted.iter().position(|(_, d)| d == id));
             pick.map(|j| deleted.remove(j).0)
         })

@@ -15,9 +15,10 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use cheng_sdk::host::{EntryKind, EntryStat};
+use cheng_sdk::host::EntryKind;
 use cheng_sdk::{ErrorKind, Failure};
 use gix::bstr::{BStr, BString, ByteSlice};
+use gix::index::entry::stat::Time;
 use gix::index::entry::{Flags, Mode, Stage, Stat};
 
 /// How a tracked path differs in the working tree.
@@ -35,7 +36,7 @@ pub enum Change {
     Unmerged(&'static str),
 }
 
-/// One directory entry from the host's listing.
+/// One directory entry from the host's listing with its `lstat`.
 pub struct Entry {
     /// The name's bytes (escapes from the host undone).
     pub name: Vec<u8>,
@@ -43,8 +44,12 @@ pub struct Entry {
     pub valid_utf8: bool,
     /// What it is.
     pub kind: EntryKind,
-    /// Its `lstat`, when it came from `stat-dirs`.
-    pub stat: Option<EntryStat>,
+    /// File type and permission bits (`st_mode`).
+    pub mode: u32,
+    /// Size in bytes.
+    pub size: u64,
+    /// The stat as the index records one (times, inode, owner, size cut to 32 bits).
+    pub stat: Stat,
     /// The index has this path (at any stage).
     pub tracked: bool,
 }
@@ -84,29 +89,27 @@ impl Listing {
     /// `Ok(None)` gone, `Err(())` its directory could not be asked about.
     pub fn lookup(&self, path: &[u8]) -> Result<Option<&Entry>, ()> {
         let (dir, name) = split(path);
-        match self.dirs.get(dir) {
-            None => Err(()),
-            Some(None) => Ok(None),
-            Some(Some(list)) => Ok(list.binary_search_by(|e| e.name.as_slice().cmp(name)).ok().map(|i| &list[i])),
-        }
+        Ok(self.dirs.get(dir).ok_or(())?.as_deref().and_then(|list| slot(list, name).map(|i| &list[i])))
     }
 
     /// [`Listing::lookup`], marking what it finds as tracked.
     fn find_tracked(&mut self, path: &[u8]) -> Result<Option<&Entry>, ()> {
         let (dir, name) = split(path);
-        match self.dirs.get_mut(dir) {
-            None => Err(()),
-            Some(None) => Ok(None),
-            Some(Some(list)) => Ok(list.binary_search_by(|e| e.name.as_slice().cmp(name)).ok().map(|i| {
-                list[i].tracked = true;
-                &list[i]
-            })),
-        }
+        let Some(list) = self.dirs.get_mut(dir).ok_or(())? else { return Ok(None) };
+        Ok(slot(list, name).map(|i| {
+            list[i].tracked = true;
+            &list[i]
+        }))
     }
 }
 
+/// Where `name` is in a listing sorted by name.
+fn slot(list: &[Entry], name: &[u8]) -> Option<usize> {
+    list.binary_search_by(|e| e.name.as_slice().cmp(name)).ok()
+}
+
 /// Split a repository-relative path into its directory and name.
-fn split(path: &[u8]) -> (&[u8], &[u8]) {
+pub fn split(path: &[u8]) -> (&[u8], &[u8]) {
     match path.iter().rposition(|b| *b == b'/') {
         Some(i) => (&path[..i], &path[i + 1..]),
         None => (&[], path),
@@ -119,12 +122,15 @@ pub fn unescape(name: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\' && b.get(i + 1) == Some(&b'x') && i + 3 < b.len()
-            && let Some(v) = std::str::from_utf8(&b[i + 2..i + 4]).ok().and_then(|h| u8::from_str_radix(h, 16).ok()) {
-                out.push(v);
-                i += 4;
-                continue;
-            }
+        if b[i] == b'\\'
+            && b.get(i + 1) == Some(&b'x')
+            && i + 3 < b.len()
+            && let Some(v) = std::str::from_utf8(&b[i + 2..i + 4]).ok().and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(v);
+            i += 4;
+            continue;
+        }
         out.push(b[i]);
         i += 1;
     }
@@ -159,10 +165,21 @@ pub fn list(index: &gix::index::State, root_rel: &str) -> Listing {
         let entries = result.ok().map(|list| {
             list.into_iter()
                 .map(|s| Entry {
-                    name: if s.valid_utf8 { s.name.as_bytes().to_vec() } else { unescape(&s.name) },
+                    name: if s.valid_utf8 { s.name.into_bytes() } else { unescape(&s.name) },
                     valid_utf8: s.valid_utf8,
                     kind: s.kind,
-                    stat: Some(s),
+                    mode: s.mode,
+                    size: s.size,
+                    // Truncated to 32 bits, as the index stores them.
+                    stat: Stat {
+                        mtime: Time { secs: s.mtime.0 as u32, nsecs: s.mtime.1 },
+                        ctime: Time { secs: s.ctime.0 as u32, nsecs: s.ctime.1 },
+                        dev: s.device as u32,
+                        ino: s.inode as u32,
+                        uid: s.uid,
+                        gid: s.gid,
+                        size: s.size as u32,
+                    },
                     tracked: false,
                 })
                 .collect::<Vec<_>>()
@@ -211,8 +228,7 @@ pub fn scan(
     let timestamp = index.timestamp();
     let mut changes: Vec<(BString, Change)> = Vec::new();
     let mut warnings = Vec::new();
-    // Entries to read and hash: (index of the entry in `index`, position in `changes`
-    // it would take).
+    // Entries to read and hash, by their position in `index`.
     let mut undecided: Vec<usize> = Vec::new();
     let entries = index.entries();
     let mut i = 0;
@@ -250,7 +266,6 @@ pub fn scan(
             changes.push((path.to_owned(), Change::Deleted));
             continue;
         };
-        let Some(st) = &w.stat else { continue };
         // Type and mode first, as git does.
         let type_change = match e.mode {
             Mode::COMMIT => match w.kind {
@@ -281,27 +296,17 @@ pub fn scan(
         }
         if caps.executable_bit && w.kind == EntryKind::File && e.mode != Mode::SYMLINK {
             let exec_index = e.mode == Mode::FILE_EXECUTABLE;
-            if exec_index != (st.mode & 0o100 != 0) {
+            if exec_index != (w.mode & 0o100 != 0) {
                 changes.push((path.to_owned(), Change::Modified));
                 continue;
             }
         }
-        let ws = Stat {
-            mtime: gix::index::entry::stat::Time { secs: st.mtime.0 as u32, nsecs: st.mtime.1 },
-            ctime: gix::index::entry::stat::Time { secs: st.ctime.0 as u32, nsecs: st.ctime.1 },
-            dev: st.device as u32,
-            ino: st.inode as u32,
-            uid: st.uid,
-            gid: st.gid,
-            // Truncated to 32 bits, as the index stores it.
-            size: st.size as u32,
-        };
-        if e.stat.matches(&ws, opts) {
+        if e.stat.matches(&w.stat, opts) {
             let smudged = e.stat.size == 0 && !e.id.is_empty_blob();
             if smudged || e.stat.is_racy(timestamp, opts) {
                 undecided.push(i - 1);
             }
-        } else if e.stat.size != ws.size && e.stat.size != 0 {
+        } else if e.stat.size != w.stat.size && e.stat.size != 0 {
             changes.push((path.to_owned(), Change::Modified));
         } else {
             undecided.push(i - 1);
@@ -364,21 +369,23 @@ pub fn clean<'r>(
 pub fn read_worktree(listing: &Listing, workdir: &Path, paths: &[&BStr]) -> Vec<Option<Vec<u8>>> {
     const BATCH_BYTES: u64 = 64 << 20;
     let mut out: Vec<Option<Vec<u8>>> = vec![None; paths.len()];
-    let mut batch: Vec<(usize, String)> = Vec::new();
+    // A batch: positions in `out`, and the host paths to read.
+    let mut batch: (Vec<usize>, Vec<String>) = (Vec::new(), Vec::new());
     let mut batch_bytes = 0u64;
-    let flush = |batch: &mut Vec<(usize, String)>, out: &mut Vec<Option<Vec<u8>>>| {
-        if batch.is_empty() {
+    let flush = |(ks, names): &mut (Vec<usize>, Vec<String>), out: &mut Vec<Option<Vec<u8>>>| {
+        if names.is_empty() {
             return;
         }
-        let names: Vec<String> = batch.iter().map(|(_, p)| p.clone()).collect();
-        for ((k, name), r) in batch.drain(..).zip(cheng_sdk::host::read_files(&names, u64::MAX)) {
-            out[k] = match r {
+        for ((k, name), r) in ks.iter().zip(names.iter()).zip(cheng_sdk::host::read_files(names, u64::MAX)) {
+            out[*k] = match r {
                 Ok(d) => Some(d),
                 // Over the batch's budget: alone.
-                Err(f) if f.kind == ErrorKind::TooLarge => cheng_sdk::host::read_file(&name, u64::MAX).ok(),
+                Err(f) if f.kind == ErrorKind::TooLarge => cheng_sdk::host::read_file(name, u64::MAX).ok(),
                 Err(_) => None,
             };
         }
+        ks.clear();
+        names.clear();
     };
     for (k, path) in paths.iter().enumerate() {
         let found = listing.lookup(path).ok().flatten();
@@ -389,13 +396,14 @@ pub fn read_worktree(listing: &Listing, workdir: &Path, paths: &[&BStr]) -> Vec<
             continue;
         }
         let Some(host) = listing.host_path(path) else { continue };
-        let size = found.and_then(|e| e.stat.as_ref()).map_or(0, |s| s.size);
+        let size = found.map_or(0, |e| e.size);
         if batch_bytes + size > BATCH_BYTES {
             flush(&mut batch, &mut out);
             batch_bytes = 0;
         }
         batch_bytes += size;
-        batch.push((k, host));
+        batch.0.push(k);
+        batch.1.push(host);
     }
     flush(&mut batch, &mut out);
     out
@@ -403,13 +411,11 @@ pub fn read_worktree(listing: &Listing, workdir: &Path, paths: &[&BStr]) -> Vec<
 
 /// A worktree file's mode as git would record it: from the listing's `st_mode`
 /// (symlink, executable or not; the index's bit when the repository ignores it).
-pub fn git_mode(e: &Entry, index_mode: Option<u32>, executable_bit: bool) -> u32 {
+pub fn git_mode(e: &Entry, index_mode: u32, executable_bit: bool) -> u32 {
     match e.kind {
         EntryKind::Symlink => 0o120000,
-        _ if !executable_bit => index_mode.filter(|m| *m == 0o100755 || *m == 0o100644).unwrap_or(0o100644),
-        _ => match e.stat.as_ref() {
-            Some(s) if s.mode & 0o100 != 0 => 0o100755,
-            _ => 0o100644,
-        },
+        _ if !executable_bit && index_mode == 0o100755 => 0o100755,
+        _ if executable_bit && e.mode & 0o100 != 0 => 0o100755,
+        _ => 0o100644,
     }
 }

@@ -126,7 +126,7 @@ impl Host for StoreState {
         };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let workers = if paths.len() >= 256 { cores * 2 } else { cores }.clamp(2, 8);
-        if paths.len() < 8 || workers < 2 {
+        if paths.len() < 8 {
             return (0..paths.len()).map(list).collect();
         }
         let n = paths.len();
