@@ -133,6 +133,12 @@ async fn log_branch_and_show_match_git() {
     let ids = git(p, &["log", "--format=%H"]);
     let got: Vec<&str> = o["commits"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
     assert_eq!(got, ids.lines().collect::<Vec<_>>());
+    // Capped: head and tail of git's output, within max_bytes.
+    let whole = git(p, &["log", "--no-color", "-n", "20"]);
+    let o = call(&h, p, json!({"operation": "log", "max_bytes": 300})).await;
+    let cut = o["stdout"].as_str().unwrap();
+    assert!(o["stdout_truncated"] == true && cut.len() <= 300, "{}: {cut}", cut.len());
+    assert!(whole.starts_with(&cut[..100]) && whole.ends_with(&cut[cut.len() - 100..]) && cut.contains("bytes omitted"), "{cut}");
     let o = call(&h, p, json!({"operation": "log", "revision": "HEAD~2", "max_count": 2})).await;
     assert_eq!(o["stdout"], git(p, &["log", "--no-color", "-n", "2", "HEAD~2"]));
     let o = call(&h, p, json!({"operation": "branch"})).await;

@@ -237,7 +237,7 @@ impl Tool for WorkspaceGit {
                 text
             }
         };
-        let (s, t) = head_tail(&stdout, max_bytes);
+        let (s, t) = cheng_fs_core::text::head_tail(&stdout, max_bytes);
         out.stdout = s;
         out.stdout_truncated = t;
         out.stderr = stderr;
@@ -1058,20 +1058,4 @@ fn diff_head(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mu
     }
     let changes = exact_renames(repo, changes);
     emit(repo, &changes, false, stderr)
-}
-
-fn head_tail(s: &str, max: usize) -> (String, bool) {
-    if s.len() <= max {
-        return (s.to_string(), false);
-    }
-    let half = max / 2;
-    let mut a = half;
-    while !s.is_char_boundary(a) {
-        a -= 1;
-    }
-    let mut b = s.len() - half;
-    while !s.is_char_boundary(b) {
-        b += 1;
-    }
-    (format!("{}\n[… {} bytes omitted …]\n{}", &s[..a], b - a, &s[b..]), true)
 }

@@ -202,38 +202,20 @@ pub fn render_markdown(src: &str) -> String {
 /// Cut `s` to at most `max` bytes keeping head and tail, with a marker between them.
 /// For HTML the cuts move to tag boundaries so no tag is split.
 fn bound(s: &str, max: usize, html: bool) -> (String, bool) {
-    if s.len() <= max {
-        return (s.to_string(), false);
+    if !html {
+        return cheng_fs_core::text::head_tail(s, max);
     }
-    let marker_room = 64.min(max / 2);
-    let half = (max - marker_room) / 2;
-    let mut head_end = floor_char(s, half);
-    let mut tail_start = ceil_char(s, s.len() - half);
-    if html {
-        if let Some(i) = s[..head_end].rfind('>') {
-            head_end = i + 1;
-        }
-        if let Some(i) = s[tail_start..].find('<') {
-            tail_start += i;
-        }
+    let Some((mut head_end, mut tail_start)) = cheng_fs_core::text::head_tail_cuts(s, max) else {
+        return (s.to_string(), false);
+    };
+    if let Some(i) = s[..head_end].rfind('>') {
+        head_end = i + 1;
+    }
+    if let Some(i) = s[tail_start..].find('<') {
+        tail_start += i;
     }
     let omitted = tail_start - head_end;
-    let marker = if html { format!("\n<p>[… {omitted} bytes omitted …]</p>\n") } else { format!("\n[… {omitted} bytes omitted …]\n") };
-    (format!("{}{marker}{}", &s[..head_end], &s[tail_start..]), true)
-}
-
-fn floor_char(s: &str, mut i: usize) -> usize {
-    while i > 0 && !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
-fn ceil_char(s: &str, mut i: usize) -> usize {
-    while i < s.len() && !s.is_char_boundary(i) {
-        i += 1;
-    }
-    i
+    (format!("{}\n<p>[… {omitted} bytes omitted …]</p>\n{}", &s[..head_end], &s[tail_start..]), true)
 }
 
 /// What an HTML page says.
