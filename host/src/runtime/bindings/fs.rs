@@ -114,7 +114,7 @@ impl Host for StoreState {
         // Grants are checked (and refusals logged) here; the listings, one `lstat` per
         // entry, are spread over a few threads when there are many directories, as git
         // spreads its own stats over threads for a large index. Measured on 2 cores:
-        // for 20,000 entries in 800 directories more threads than cores pay off (43 ms
+        // for 20,000 entries in 801 directories more threads than cores pay off (43 ms
         // on one thread, 35 on two, 27 on four, no less on eight); for 2,000 entries
         // in 41 directories four threads cost more than they save (the workspace_git
         // bench went from 0.9x to 1.1x of git). So: one thread per core, two per core
