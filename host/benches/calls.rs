@@ -46,7 +46,13 @@ async fn host(state: &Path, noop: &[u8], records: bool) -> Host {
     if !records {
         b.without_audit_log();
     }
-    b.config(Config::from_toml_str("[roles.bench]\ntools = [\"noop__noop\", \"noop__noop_read\", \"noop__noop_wait\", \"read_file\"]\n", "bench.toml").unwrap());
+    b.config(
+        Config::from_toml_str(
+            "[roles.bench]\ntools = [\"noop__noop\", \"noop__noop_read\", \"noop__noop_wait\", \"read_file\"]\n",
+            "bench.toml",
+        )
+        .unwrap(),
+    );
     b.state_dir(state);
     b.plugin(PluginSpec {
         id: "noop".into(),
@@ -88,21 +94,21 @@ async fn main() {
     // In-process trivial calls, with call records (the audit log) on, then off.
     let h_off = host(state.path(), &noop_wasm, false).await;
     for (label, h) in [("records on", &h), ("records off", &h_off)] {
-    for tool in ["noop__noop", "noop__noop_read", "read_file"] {
-        let input = if tool == "read_file" { json!({"path": "small.txt"}) } else { json!({}) };
-        for _ in 0..200 {
-            h.call(&cx, tool, input.clone()).await;
+        for tool in ["noop__noop", "noop__noop_read", "read_file"] {
+            let input = if tool == "read_file" { json!({"path": "small.txt"}) } else { json!({}) };
+            for _ in 0..200 {
+                h.call(&cx, tool, input.clone()).await;
+            }
+            let mut v = Vec::with_capacity(iters);
+            for _ in 0..iters {
+                let t = Instant::now();
+                let r = h.call(&cx, tool, input.clone()).await;
+                v.push(t.elapsed());
+                debug_assert_eq!(r.status, Status::Ok);
+            }
+            let (p50, p99) = summarize(v);
+            println!("in-process {tool} ({label}): p50 {:.1} us, p99 {:.1} us ({iters} calls)", us(p50), us(p99));
         }
-        let mut v = Vec::with_capacity(iters);
-        for _ in 0..iters {
-            let t = Instant::now();
-            let r = h.call(&cx, tool, input.clone()).await;
-            v.push(t.elapsed());
-            debug_assert_eq!(r.status, Status::Ok);
-        }
-        let (p50, p99) = summarize(v);
-        println!("in-process {tool} ({label}): p50 {:.1} us, p99 {:.1} us ({iters} calls)", us(p50), us(p99));
-    }
     }
 
     // read_file at its maximum (1 MiB) vs std::fs::read of the same file.
@@ -122,7 +128,12 @@ async fn main() {
     let (np, _) = summarize(native);
     let (gp, _) = summarize(guest);
     println!("## read_file 1 MiB");
-    println!("std::fs::read p50 {:.0} us; read_file p50 {:.0} us; ratio {:.2}x", us(np), us(gp), gp.as_secs_f64() / np.as_secs_f64());
+    println!(
+        "std::fs::read p50 {:.0} us; read_file p50 {:.0} us; ratio {:.2}x",
+        us(np),
+        us(gp),
+        gp.as_secs_f64() / np.as_secs_f64()
+    );
     // Where the time goes beyond the read: the same call without the call record, and
     // the host's parse of the guest's JSON answer (timed natively on the same text).
     let mut off = Vec::new();
@@ -167,7 +178,11 @@ async fn main() {
     }
     let el = t.elapsed();
     println!("## concurrency");
-    println!("noop calls with 64 in flight: {:.0} calls/s ({total} calls in {:.2} s)", total as f64 / el.as_secs_f64(), el.as_secs_f64());
+    println!(
+        "noop calls with 64 in flight: {:.0} calls/s ({total} calls in {:.2} s)",
+        total as f64 / el.as_secs_f64(),
+        el.as_secs_f64()
+    );
 
     // Memory with 100 calls in flight (each guest sleeping 300 ms in the host).
     let rss_before = status_kb("VmRSS:");
@@ -190,7 +205,13 @@ async fn main() {
         assert_eq!(t.await.unwrap().status, Status::Ok);
     }
     println!("100 calls of 300 ms each finished in {:.0} ms", t.elapsed().as_secs_f64() * 1e3);
-    println!("RSS before {} MB, peak during 100 in flight {} MB; virtual size before {} MB, peak {} MB", rss_before / 1024, peak_rss / 1024, vm_before / 1024, peak_vm / 1024);
+    println!(
+        "RSS before {} MB, peak during 100 in flight {} MB; virtual size before {} MB, peak {} MB",
+        rss_before / 1024,
+        peak_rss / 1024,
+        vm_before / 1024,
+        peak_vm / 1024
+    );
     println!("process peak RSS (VmHWM) {} MB", status_kb("VmHWM:") / 1024);
 
     // Whole process: `cheng call read_file` (warm cache) vs `cat`.
@@ -210,15 +231,23 @@ async fn main() {
         for _ in 0..n {
             cat.push(run(Command::new("cat").arg(ws.path().join("small.txt"))));
             ch.push(run(Command::new(&cheng)
-                .arg("--config").arg(&cfg)
-                .arg("--state-dir").arg(state.path())
-                .arg("--workspace").arg(ws.path())
+                .arg("--config")
+                .arg(&cfg)
+                .arg("--state-dir")
+                .arg(state.path())
+                .arg("--workspace")
+                .arg(ws.path())
                 .args(["--role", "developer", "call", "read_file", r#"{"path":"small.txt"}"#])));
         }
         let (cp, _) = summarize(cat);
         let (chp, _) = summarize(ch);
         println!("## whole process");
-        println!("cat p50 {:.2} ms; cheng call read_file p50 {:.2} ms; ratio {:.1}x", cp.as_secs_f64() * 1e3, chp.as_secs_f64() * 1e3, chp.as_secs_f64() / cp.as_secs_f64());
+        println!(
+            "cat p50 {:.2} ms; cheng call read_file p50 {:.2} ms; ratio {:.1}x",
+            cp.as_secs_f64() * 1e3,
+            chp.as_secs_f64() * 1e3,
+            chp.as_secs_f64() / cp.as_secs_f64()
+        );
     } else {
         println!("(skipping the whole-process comparison: build target/release/cheng first)");
     }

@@ -30,7 +30,11 @@ fn tree(root: &Path, dirs: usize, per_dir: usize) {
             if (d * per_dir + f) % 97 == 0 {
                 body.push_str("needle_literal here\n");
             }
-            let ext = match f % 10 { 0 => "tmp", 1 => "gen", _ => "txt" };
+            let ext = match f % 10 {
+                0 => "tmp",
+                1 => "gen",
+                _ => "txt",
+            };
             std::fs::write(dir.join(format!("f{f:03}.{ext}")), body).unwrap();
         }
     }
@@ -96,8 +100,16 @@ async fn main() {
     rows.push(("find_files **/* vs rg --files -j1", p50(ours), p50(theirs)));
     // search_files literal and regex vs rg -j1.
     for (label, input, args) in [
-        ("search_files literal vs rg -j1 -F", json!({"pattern": "needle_literal", "literal": true, "max_matches": 2000}), vec!["-j1", "--no-ignore-global", "-n", "-F", "needle_literal"]),
-        ("search_files regex vs rg -j1", json!({"pattern": r"needle_\w+ here", "max_matches": 2000}), vec!["-j1", "--no-ignore-global", "-n", r"needle_\w+ here"]),
+        (
+            "search_files literal vs rg -j1 -F",
+            json!({"pattern": "needle_literal", "literal": true, "max_matches": 2000}),
+            vec!["-j1", "--no-ignore-global", "-n", "-F", "needle_literal"],
+        ),
+        (
+            "search_files regex vs rg -j1",
+            json!({"pattern": r"needle_\w+ here", "max_matches": 2000}),
+            vec!["-j1", "--no-ignore-global", "-n", r"needle_\w+ here"],
+        ),
     ] {
         let (mut ours, mut theirs) = (Vec::new(), Vec::new());
         for _ in 0..rounds {
@@ -126,7 +138,8 @@ async fn main() {
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for _ in 0..rounds * 5 {
         let t = Instant::now();
-        call("read_files", json!({"paths": medium, "max_bytes_per_file": 1_048_576, "max_total_bytes": 1_048_576})).await;
+        call("read_files", json!({"paths": medium, "max_bytes_per_file": 1_048_576, "max_total_bytes": 1_048_576}))
+            .await;
         ours.push(t.elapsed());
         theirs.push(timed(|| {
             for m in &medium {

@@ -34,7 +34,11 @@ fn make_repo(dir: &Path, files: usize) {
     let mut s = String::new();
     let mut mark = 1;
     for c in 0..1000 {
-        s.push_str(&format!("commit refs/heads/main\nmark :{}\ncommitter Ada <ada@example.com> {} +0000\ndata <<EOT\ncommit {c}\nEOT\n", 100_000 + c, 1_700_000_000 + c * 60));
+        s.push_str(&format!(
+            "commit refs/heads/main\nmark :{}\ncommitter Ada <ada@example.com> {} +0000\ndata <<EOT\ncommit {c}\nEOT\n",
+            100_000 + c,
+            1_700_000_000 + c * 60
+        ));
         if c > 0 {
             s.push_str(&format!("from :{}\n", 100_000 + c - 1));
         }

@@ -90,10 +90,7 @@ impl Decision {
 /// that nobody could be asked.
 pub trait Approver: Send + Sync {
     /// Decide on a request. The broker applies its timeout around this.
-    fn decide<'a>(
-        &'a self,
-        req: &'a ApprovalRequest,
-    ) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+    fn decide<'a>(&'a self, req: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
         let _ = req;
         Box::pin(async { Decision::NoApprover })
     }
@@ -121,10 +118,7 @@ impl Approver for RefuseAll {
 pub struct ApproveAll;
 
 impl Approver for ApproveAll {
-    fn decide<'a>(
-        &'a self,
-        _req: &'a ApprovalRequest,
-    ) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+    fn decide<'a>(&'a self, _req: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
         Box::pin(async { Decision::AutoApproved })
     }
 }
@@ -251,10 +245,9 @@ impl Broker {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(req.id.clone(), Pending { run: req.run.clone(), tx });
-        let _ = inner.events.send(ApprovalEvent::Requested {
-            request: req.clone(),
-            timeout_ms: inner.timeout.as_millis() as u64,
-        });
+        let _ = inner
+            .events
+            .send(ApprovalEvent::Requested { request: req.clone(), timeout_ms: inner.timeout.as_millis() as u64 });
         let ask = inner.approver.decide(&req);
         let decision = tokio::select! {
             d = ask => d,

@@ -74,9 +74,9 @@
 
 pub mod approvals;
 pub mod builtin;
+mod error;
 pub mod grant;
 pub mod guard;
-mod error;
 pub mod policy;
 pub mod process;
 pub mod records;
@@ -85,8 +85,8 @@ pub mod runstate;
 pub mod runtime;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
@@ -95,9 +95,9 @@ use wasmtime::component::Linker;
 
 pub use error::{ErrorKind, HostError};
 pub use records::{CallRecord, Status};
+pub use runtime::component::{FsAccess, Needs, ToolSpec};
 use std::collections::HashMap;
 use std::sync::Mutex;
-pub use runtime::component::{FsAccess, Needs, ToolSpec};
 
 use approvals::{ApprovalOutcome, Approver, Broker, RefuseAll};
 use grant::{FsGrant, Grant};
@@ -183,7 +183,14 @@ fn ser_duration_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S:
 }
 
 impl ToolResult {
-    fn failure(call_id: String, status: Status, kind: ErrorKind, message: String, terminal: bool, started: Instant) -> Self {
+    fn failure(
+        call_id: String,
+        status: Status,
+        kind: ErrorKind,
+        message: String,
+        terminal: bool,
+        started: Instant,
+    ) -> Self {
         let output = serde_json::json!({
             "success": false,
             "summary": message,
@@ -191,14 +198,7 @@ impl ToolResult {
             "terminal": terminal,
             "error": message,
         });
-        ToolResult {
-            call_id,
-            status,
-            output,
-            error_kind: Some(kind),
-            terminal,
-            duration: started.elapsed(),
-        }
+        ToolResult { call_id, status, output, error_kind: Some(kind), terminal, duration: started.elapsed() }
     }
 }
 
@@ -391,7 +391,9 @@ impl HostBuilder {
         }
         for spec in specs {
             let origin = spec.origin.clone();
-            if let Err(e) = load_plugin(spec, engine.engine(), &linker, &cache, self.on_compile.as_ref(), &mut registry).await {
+            if let Err(e) =
+                load_plugin(spec, engine.engine(), &linker, &cache, self.on_compile.as_ref(), &mut registry).await
+            {
                 tracing::warn!(target: "cheng::plugins", plugin = %origin, "plugin refused: {e}");
                 load_errors.push(e);
             }
@@ -404,11 +406,8 @@ impl HostBuilder {
                 if registry.get(tool).is_some() {
                     continue;
                 }
-                let declared: Vec<&str> = registry
-                    .iter()
-                    .filter(|e| e.component.name == id)
-                    .map(|e| e.name.as_str())
-                    .collect();
+                let declared: Vec<&str> =
+                    registry.iter().filter(|e| e.component.name == id).map(|e| e.name.as_str()).collect();
                 let msg = if declared.is_empty() {
                     format!("role \"{role}\" names \"{tool}\", but no plugin \"{id}\" is loaded")
                 } else {
@@ -452,7 +451,8 @@ impl HostBuilder {
             let _ = std::fs::create_dir_all(d);
             protected_abs.push(std::fs::canonicalize(d).unwrap_or_else(|_| d.clone()));
         }
-        let workspaces_root = self.config.workspaces.root.as_ref().map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()));
+        let workspaces_root =
+            self.config.workspaces.root.as_ref().map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()));
         Ok(Host {
             inner: Arc::new(Inner {
                 engine,
@@ -564,12 +564,7 @@ impl Host {
     }
 
     /// Like [`Host::call`], also returning the call's record.
-    pub async fn call_recorded(
-        &self,
-        cx: &Context,
-        tool: &str,
-        input: serde_json::Value,
-    ) -> (ToolResult, CallRecord) {
+    pub async fn call_recorded(&self, cx: &Context, tool: &str, input: serde_json::Value) -> (ToolResult, CallRecord) {
         let started = Instant::now();
         let started_at_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
         let call_id = new_id();
@@ -668,12 +663,8 @@ impl Host {
             );
         }
         if !inner.policy.grants(&cx.role, tool) {
-            let held: Vec<&str> = inner
-                .policy
-                .tools_of(&cx.role)
-                .into_iter()
-                .filter(|t| inner.registry.get(t).is_some())
-                .collect();
+            let held: Vec<&str> =
+                inner.policy.tools_of(&cx.role).into_iter().filter(|t| inner.registry.get(t).is_some()).collect();
             tracing::info!(target: "cheng::denials", tool, role = %cx.role, run = %cx.run, "tool not granted to role");
             return fail(
                 Status::Denied,
@@ -848,13 +839,16 @@ pub fn valid_plugin_id(id: &str) -> bool {
 /// Check a plugin's sub-folder grant: relative, inside the workspace, never the whole
 /// workspace for writing, never `.git`.
 fn check_grant_folder(id: &str, folder: &str, write: bool) -> Result<String, String> {
-    let rel = cheng_path_rules::lexical(folder, "/").map_err(|r| format!("plugin \"{id}\": grant folder \"{folder}\" is refused: {r}"))?;
+    let rel = cheng_path_rules::lexical(folder, "/")
+        .map_err(|r| format!("plugin \"{id}\": grant folder \"{folder}\" is refused: {r}"))?;
     let norm = rel.normalized();
     if folder.starts_with('/') {
         return Err(format!("plugin \"{id}\": grant folder \"{folder}\" must be relative to the workspace"));
     }
     if write && norm == "." {
-        return Err(format!("plugin \"{id}\": a plugin never gets write access to the whole workspace; name sub-folders"));
+        return Err(format!(
+            "plugin \"{id}\": a plugin never gets write access to the whole workspace; name sub-folders"
+        ));
     }
     if norm == ".git" || norm.starts_with(".git/") {
         return Err(format!("plugin \"{id}\": grant folder \"{folder}\" would expose .git"));
@@ -897,7 +891,9 @@ fn plugin_from_config(cfg: &Config, pc: &PluginConfig) -> Result<PluginSpec, Str
         FsGrantConfig::Simple(s) if s == "none" => FsGrant::None,
         FsGrantConfig::Simple(s) if s == "read" => FsGrant::Read,
         FsGrantConfig::Simple(s) => {
-            return Err(format!("plugin \"{id}\": fs = \"{s}\" is not none, read, or {{ read = [...], write = [...] }}"));
+            return Err(format!(
+                "plugin \"{id}\": fs = \"{s}\" is not none, read, or {{ read = [...], write = [...] }}"
+            ));
         }
         FsGrantConfig::Scoped { read, write } => FsGrant::Scoped {
             read: read.iter().map(|f| check_grant_folder(id, f, false)).collect::<Result<_, _>>()?,
@@ -953,16 +949,31 @@ pub async fn inspect(wasm: &[u8], name: &str) -> Result<Inspection, HostError> {
     let engine = EngineHandle::with_options(runtime::engine::EngineOptions { pooling: false, ..Default::default() })?;
     let err = |e: wasmtime::Error| HostError::Component { name: name.to_string(), reason: format!("{e:#}") };
     let component = wasmtime::component::Component::new(engine.engine(), wasm).map_err(err)?;
-    let imports: Vec<String> = component.component_type().imports(engine.engine()).map(|(n, _)| n.to_string()).collect();
+    let imports: Vec<String> =
+        component.component_type().imports(engine.engine()).map(|(n, _)| n.to_string()).collect();
     let refused = refused_imports(&component, engine.engine());
     let mut tools = Vec::new();
     if refused.is_empty() {
         let mut linker = Linker::<StoreState>::new(engine.engine());
         runtime::bindings::add_to_linker(&mut linker).map_err(err)?;
-        let c = LoadedComponent::load(name, Source::Owned(Arc::new(wasm.to_vec())), engine.engine(), &linker, &ComponentCache::new(None), &|_| {}).await?;
+        let c = LoadedComponent::load(
+            name,
+            Source::Owned(Arc::new(wasm.to_vec())),
+            engine.engine(),
+            &linker,
+            &ComponentCache::new(None),
+            &|_| {},
+        )
+        .await?;
         tools = c.tools;
     }
-    Ok(Inspection { sha256: runtime::cache::sha256_hex(wasm), size: wasm.len(), imports, refused_imports: refused, tools })
+    Ok(Inspection {
+        sha256: runtime::cache::sha256_hex(wasm),
+        size: wasm.len(),
+        imports,
+        refused_imports: refused,
+        tools,
+    })
 }
 
 /// Load one plugin and register its tools as `<id>__<tool>`.
@@ -985,10 +996,7 @@ async fn load_plugin(
     c.grant = spec.grant;
     // Plugins are compiled (or loaded from the cache) now, so that a corrupt or
     // wrong-world file is one clear error at start, naming the file.
-    let pre = c
-        .pre(engine, linker, cache, on_compile)
-        .await
-        .map_err(|e| format!("plugin \"{id}\" ({origin}): {e}"))?;
+    let pre = c.pre(engine, linker, cache, on_compile).await.map_err(|e| format!("plugin \"{id}\" ({origin}): {e}"))?;
     let refused = refused_imports(pre.instance_pre().component(), engine);
     if !refused.is_empty() {
         return Err(format!(

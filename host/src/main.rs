@@ -318,7 +318,6 @@ async fn run(cli: Cli) -> Result<u8> {
                     };
                     writeln!(out, "{:<24} {:<16} {}", t.name, origin, first)?;
                 }
-
             }
             Ok(0)
         }
@@ -332,8 +331,8 @@ async fn run(cli: Cli) -> Result<u8> {
                 }
                 Some(s) => s.to_string(),
             };
-            let value: serde_json::Value = serde_json::from_str(&text)
-                .map_err(|e| UsageError(format!("the input is not valid JSON: {e}")))?;
+            let value: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| UsageError(format!("the input is not valid JSON: {e}")))?;
             let workspace = match &cli.workspace {
                 Some(w) => w.clone(),
                 None => std::env::current_dir().context("cannot read the current directory")?,
@@ -387,8 +386,9 @@ fn approver_for(mode: Option<ApproveMode>, auto: bool) -> Arc<dyn Approver> {
     match mode {
         Some(ApproveMode::Yes) => Arc::new(tty::AutoApprover),
         Some(ApproveMode::Deny) => Arc::new(tty::DeclineAll),
-        Some(ApproveMode::Ask) => tty::TtyApprover::open()
-            .map_or_else(|| Arc::new(RefuseAll) as Arc<dyn Approver>, |t| Arc::new(t)),
+        Some(ApproveMode::Ask) => {
+            tty::TtyApprover::open().map_or_else(|| Arc::new(RefuseAll) as Arc<dyn Approver>, |t| Arc::new(t))
+        }
         None if auto => Arc::new(tty::AutoApprover),
         None => match tty::TtyApprover::open() {
             Some(t) => Arc::new(t),

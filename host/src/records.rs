@@ -351,13 +351,21 @@ mod tests {
         log.append(&rec("a", Status::Ok, "read_file")).unwrap();
         let all = log.read(&Filter::default()).unwrap();
         // One record per call, in first-seen order, the final status kept.
-        assert_eq!(all.iter().map(|r| (r.id.as_str(), r.status)).collect::<Vec<_>>(), [("a", Status::Ok), ("b", Status::Denied)]);
+        assert_eq!(
+            all.iter().map(|r| (r.id.as_str(), r.status)).collect::<Vec<_>>(),
+            [("a", Status::Ok), ("b", Status::Denied)]
+        );
         // Filters by status and tool; last N.
         assert_eq!(log.read(&Filter { status: Some(Status::Denied), ..Default::default() }).unwrap().len(), 1);
         assert_eq!(log.read(&Filter { tool: Some("read_file".into()), ..Default::default() }).unwrap()[0].id, "a");
         assert_eq!(log.read(&Filter { last: Some(1), ..Default::default() }).unwrap()[0].id, "b");
         // A torn last line is skipped, not fatal.
-        std::fs::OpenOptions::new().append(true).open(dir.join("audit.jsonl")).unwrap().write_all(b"{\"id\":\"c\",").unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join("audit.jsonl"))
+            .unwrap()
+            .write_all(b"{\"id\":\"c\",")
+            .unwrap();
         assert_eq!(log.read(&Filter::default()).unwrap().len(), 2);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -47,9 +47,8 @@ impl RunStateStore {
         if let Some(dir) = &self.dir {
             use std::io::Write;
             let d = dir.join(run);
-            let opened = std::fs::create_dir_all(&d).and_then(|_| {
-                std::fs::OpenOptions::new().create(true).append(true).open(d.join("calls"))
-            });
+            let opened = std::fs::create_dir_all(&d)
+                .and_then(|_| std::fs::OpenOptions::new().create(true).append(true).open(d.join("calls")));
             if let Ok(mut f) = opened {
                 if f.write_all(b".").is_ok() {
                     if let Ok(m) = f.metadata() {

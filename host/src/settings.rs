@@ -25,7 +25,9 @@ impl Settings {
     pub fn load_or_init(dir: &Path) -> Result<Self> {
         let path = dir.join("settings.json");
         match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).with_context(|| format!("invalid settings file {}", path.display())),
+            Ok(bytes) => {
+                serde_json::from_slice(&bytes).with_context(|| format!("invalid settings file {}", path.display()))
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let s = Self::from_env();
                 s.save(dir)?;

@@ -46,11 +46,7 @@ fn visible(s: &str) -> String {
     s.chars()
         .flat_map(|c| {
             let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}');
-            if (c.is_control() && c != '\n') || bidi {
-                c.escape_unicode().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
+            if (c.is_control() && c != '\n') || bidi { c.escape_unicode().collect::<Vec<_>>() } else { vec![c] }
         })
         .collect()
 }

@@ -113,10 +113,7 @@ impl Context {
 
     fn walk(&self, path: &str, allow_missing: bool) -> Result<Resolved, Failure> {
         if self.guest_root.is_empty() {
-            return Err(Failure::new(
-                crate::ErrorKind::NotGranted,
-                "this tool has no access to the workspace",
-            ));
+            return Err(Failure::new(crate::ErrorKind::NotGranted, "this tool has no access to the workspace"));
         }
         let roots = [self.sandbox_root.as_str(), self.guest_root.as_str()];
         let rel = lexical_with_aliases(path, &roots)
@@ -145,11 +142,7 @@ impl Context {
             so_far.push(seg);
             match std::fs::symlink_metadata(&cur) {
                 Ok(meta) if meta.file_type().is_symlink() => {
-                    return Err(Failure::path_refused(symlink_message(
-                        path,
-                        &so_far.join("/"),
-                        &self.sandbox_root,
-                    )));
+                    return Err(Failure::path_refused(symlink_message(path, &so_far.join("/"), &self.sandbox_root)));
                 }
                 Ok(meta) => {
                     let last = i + 1 == segments.len();

@@ -195,7 +195,8 @@ pub struct WriteResult {
 /// `path` is relative to the workspace root; it must lie under a read-write grant and
 /// must not be protected (see [`crate::Context::is_protected`]).
 pub fn write_file(path: &str, contents: &[u8], create_dirs: bool, overwrite: bool) -> Result<WriteResult, Failure> {
-    let r = crate::wit::cheng::tool::fs::write_file(path, contents, create_dirs, overwrite).map_err(Failure::from_wit)?;
+    let r =
+        crate::wit::cheng::tool::fs::write_file(path, contents, create_dirs, overwrite).map_err(Failure::from_wit)?;
     Ok(WriteResult { created: r.created, bytes_written: r.bytes_written })
 }
 
@@ -289,7 +290,10 @@ pub fn stat_dirs(paths: &[String]) -> Vec<Result<Vec<EntryStat>, Failure>> {
         uid: e.uid,
         gid: e.gid,
     };
-    wfs::stat_dirs(paths).into_iter().map(|r| r.map_err(Failure::from_wit).map(|list| list.into_iter().map(one).collect())).collect()
+    wfs::stat_dirs(paths)
+        .into_iter()
+        .map(|r| r.map_err(Failure::from_wit).map(|list| list.into_iter().map(one).collect()))
+        .collect()
 }
 
 fn entry_kind(k: crate::wit::cheng::tool::fs::EntryKind) -> EntryKind {

@@ -98,10 +98,7 @@ pub trait Tool {
     /// Run the tool. The default says the tool is not implemented.
     fn run(input: Self::Input, cx: &Context) -> Result<Self::Output, Failure> {
         let _ = (input, cx);
-        Err(Failure::new(
-            ErrorKind::Crashed,
-            format!("the tool \"{}\" is declared but not implemented", Self::NAME),
-        ))
+        Err(Failure::new(ErrorKind::Crashed, format!("the tool \"{}\" is declared but not implemented", Self::NAME)))
     }
 }
 
@@ -206,11 +203,7 @@ pub mod __private {
 
     /// The failure for a tool name this component does not serve.
     pub fn unknown_tool(name: &str) -> WitFailure {
-        Failure::new(
-            crate::ErrorKind::InvalidArgument,
-            format!("unknown tool \"{name}\" in this component"),
-        )
-        .into_wit()
+        Failure::new(crate::ErrorKind::InvalidArgument, format!("unknown tool \"{name}\" in this component")).into_wit()
     }
 }
 

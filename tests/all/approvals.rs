@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cheng_host::approvals::{ApprovalEvent, ApprovalRequest, Approver, ApproveAll, Decision, RefuseAll};
+use cheng_host::approvals::{ApprovalEvent, ApprovalRequest, ApproveAll, Approver, Decision, RefuseAll};
 use cheng_host::grant::Grant;
 use cheng_host::policy::Config;
 use cheng_host::{CallRecord, Context, Host, HostBuilder, Status, ToolResult};

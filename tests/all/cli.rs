@@ -9,7 +9,8 @@ fn run(cmd: &mut std::process::Command) -> (i32, Value, String) {
     let out = cmd.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    let doc: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{stdout}\nstderr:\n{stderr}"));
+    let doc: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{stdout}\nstderr:\n{stderr}"));
     (out.status.code().unwrap_or(-1), doc, stderr)
 }
 
@@ -32,7 +33,8 @@ fn tools_json_lists_the_first_tools_with_schemas() {
 fn call_reads_a_file_and_exits_zero() {
     let ws = util::workspace();
     std::fs::write(ws.path().join("notes.txt"), "one\ntwo\nthree\n").unwrap();
-    let (code, doc, stderr) = run(util::cheng(ws.path()).args(["call", "read_file", r#"{"path":"notes.txt","start_line":2}"#]));
+    let (code, doc, stderr) =
+        run(util::cheng(ws.path()).args(["call", "read_file", r#"{"path":"notes.txt","start_line":2}"#]));
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(doc["content"], "two\nthree\n");
     assert_eq!(doc["start_line"], 2);
@@ -79,9 +81,18 @@ fn denied_calls_exit_two() {
     let ws = util::workspace();
     let cfg = ws.path().join("cheng.toml");
     std::fs::write(&cfg, "[roles.lister]\ntools = [\"list_dir\"]\n").unwrap();
-    let (code, doc, _) = run(util::cheng(ws.path()).arg("--config").arg(&cfg).args(["--role", "lister", "call", "read_file", r#"{"path":"inside.txt"}"#]));
+    let (code, doc, _) = run(util::cheng(ws.path()).arg("--config").arg(&cfg).args([
+        "--role",
+        "lister",
+        "call",
+        "read_file",
+        r#"{"path":"inside.txt"}"#,
+    ]));
     assert_eq!(code, 2);
-    assert_eq!(doc["error"], "refused: tool \"read_file\" is not granted to role \"lister\"; granted: list_dir. Continue without it.");
+    assert_eq!(
+        doc["error"],
+        "refused: tool \"read_file\" is not granted to role \"lister\"; granted: list_dir. Continue without it."
+    );
 }
 
 #[test]
@@ -99,7 +110,14 @@ fn usage_errors_exit_64() {
 #[test]
 fn record_prints_the_whole_call_record() {
     let ws = util::workspace();
-    let (code, doc, _) = run(util::cheng(ws.path()).args(["--run", "run-7", "call", "--record", "read_file", r#"{"path":"inside.txt"}"#]));
+    let (code, doc, _) = run(util::cheng(ws.path()).args([
+        "--run",
+        "run-7",
+        "call",
+        "--record",
+        "read_file",
+        r#"{"path":"inside.txt"}"#,
+    ]));
     assert_eq!(code, 0);
     assert_eq!(doc["status"], "ok");
     assert_eq!(doc["run"], "run-7");
@@ -133,7 +151,13 @@ fn a_flooding_plugin_leaves_stdout_one_json_document() {
         ),
     )
     .unwrap();
-    let (code, doc, _) = run(util::cheng(ws.path()).arg("--config").arg(&cfg).args(["--role", "t", "call", "evil__probe", r#"{"action":"flood"}"#]));
+    let (code, doc, _) = run(util::cheng(ws.path()).arg("--config").arg(&cfg).args([
+        "--role",
+        "t",
+        "call",
+        "evil__probe",
+        r#"{"action":"flood"}"#,
+    ]));
     assert_eq!(code, 0);
     assert_eq!(doc["detail"], format!("printed {} bytes to each stream", 100 << 20));
 }
@@ -165,7 +189,17 @@ fn approvals_prompt_on_a_terminal() {
     let cfg = approval_config(ws.path());
     let state = tempfile::tempdir().unwrap();
     let (st, w, c) = (state.path().display().to_string(), ws.path().display().to_string(), cfg.display().to_string());
-    let args = ["--state-dir", &st, "--workspace", &w, "--config", &c, "call", "ap__probe", r#"{"action":"approval","target":"ls -la"}"#];
+    let args = [
+        "--state-dir",
+        &st,
+        "--workspace",
+        &w,
+        "--config",
+        &c,
+        "call",
+        "ap__probe",
+        r#"{"action":"approval","target":"ls -la"}"#,
+    ];
     // `script` gives cheng a pseudo-terminal; what is typed there answers the prompt.
     for (typed, expected) in [("y\n", "Approved"), ("n\n", "Declined")] {
         let screen = util::cheng_at_terminal(&args, state.path(), typed, std::time::Duration::from_millis(300));
@@ -190,9 +224,12 @@ fn approvals_without_a_terminal_are_refused_at_once() {
     // setsid: no controlling terminal, no approver.
     let out = std::process::Command::new("setsid")
         .arg(env!("CARGO_BIN_EXE_cheng"))
-        .arg("--state-dir").arg(state.path())
-        .arg("--workspace").arg(ws.path())
-        .arg("--config").arg(&cfg)
+        .arg("--state-dir")
+        .arg(state.path())
+        .arg("--workspace")
+        .arg(ws.path())
+        .arg("--config")
+        .arg(&cfg)
         .args(["call", "--record", "ap__probe", r#"{"action":"approval","target":"ls -la"}"#])
         .env("CHENG_LOG", "error")
         .env_remove("CHENG_AUTO_APPROVE")
@@ -214,9 +251,12 @@ fn auto_approve_is_seeded_once_then_settings_rule() {
     let run = |auto: Option<&str>| {
         let mut c = std::process::Command::new("setsid");
         c.arg(env!("CARGO_BIN_EXE_cheng"))
-            .arg("--state-dir").arg(state.path())
-            .arg("--workspace").arg(ws.path())
-            .arg("--config").arg(&cfg)
+            .arg("--state-dir")
+            .arg(state.path())
+            .arg("--workspace")
+            .arg(ws.path())
+            .arg("--config")
+            .arg(&cfg)
             .args(["call", "ap__probe", r#"{"action":"approval","target":"ls"}"#])
             .env("CHENG_LOG", "error")
             .stdin(std::process::Stdio::null());
@@ -235,7 +275,8 @@ fn auto_approve_is_seeded_once_then_settings_rule() {
     let (d, _) = run(Some("true"));
     assert_eq!(d, "Declined");
     // `cheng settings set` turns it on; each skipped approval is announced on stderr.
-    let out = util::cheng_in(ws.path(), state.path()).args(["settings", "set", "auto_approve", "true"]).output().unwrap();
+    let out =
+        util::cheng_in(ws.path(), state.path()).args(["settings", "set", "auto_approve", "true"]).output().unwrap();
     assert!(out.status.success());
     let (d, stderr) = run(None);
     assert_eq!(d, "Approved");

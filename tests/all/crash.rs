@@ -55,7 +55,14 @@ fn killed_writes_leave_old_or_new_never_a_mix() {
             assert!(left.is_empty() || point == "linked", "{point}: {left:?}");
             // ...and the next write of the same file clears it.
             let input = serde_json::json!({"path": "data.txt", "content": "done"});
-            assert!(util::cheng(ws.path()).args(["call", "write_file", &input.to_string()]).output().unwrap().status.success());
+            assert!(
+                util::cheng(ws.path())
+                    .args(["call", "write_file", &input.to_string()])
+                    .output()
+                    .unwrap()
+                    .status
+                    .success()
+            );
             assert!(temps(ws.path()).is_empty());
         }
     }

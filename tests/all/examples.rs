@@ -23,12 +23,18 @@ async fn the_readme_hello_tool_builds_loads_and_answers() {
     let readme = std::fs::read_to_string(repo.join("README.md")).unwrap();
     let example = repo.join("examples/hello-tool");
     for file in ["Cargo.toml", ".cargo/config.toml", "src/lib.rs"] {
-        assert_eq!(readme_block(&readme, file), std::fs::read_to_string(example.join(file)).unwrap(), "{file} differs from the README");
+        assert_eq!(
+            readme_block(&readme, file),
+            std::fs::read_to_string(example.join(file)).unwrap(),
+            "{file} differs from the README"
+        );
     }
     // The lib.rs is small: hello world in about ten lines.
     assert!(readme_block(&readme, "src/lib.rs").lines().filter(|l| !l.trim().is_empty()).count() <= 13);
     // Build it as an author would (into the shared guest target directory).
-    let built = cheng_guest_build::GuestBuild::at(&example).compile(&util::target_dir().join("guests")).expect("the example builds");
+    let built = cheng_guest_build::GuestBuild::at(&example)
+        .compile(&util::target_dir().join("guests"))
+        .expect("the example builds");
     let wasm = &built.iter().find(|g| g.package == "hello-tool").unwrap().wasm;
     // Inspect gives the pin; load it under that pin with a role that names it.
     let ws = util::workspace();
@@ -45,7 +51,12 @@ async fn the_readme_hello_tool_builds_loads_and_answers() {
         ),
     )
     .unwrap();
-    let out = util::cheng(ws.path()).arg("--config").arg(&cfg).args(["--role", "greeter", "call", "hello__hello", r#"{"name":"Ada"}"#]).output().unwrap();
+    let out = util::cheng(ws.path())
+        .arg("--config")
+        .arg(&cfg)
+        .args(["--role", "greeter", "call", "hello__hello", r#"{"name":"Ada"}"#])
+        .output()
+        .unwrap();
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["greeting"], "Hello, Ada!", "{}", String::from_utf8_lossy(&out.stderr));
     // `cheng tools` lists it under its registered name.
@@ -64,7 +75,9 @@ async fn the_readme_hello_tool_builds_loads_and_answers() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_embed_example_shows_ok_denied_and_approval_outcomes() {
     let example = util::repo().join("examples/hello-tool");
-    let built = cheng_guest_build::GuestBuild::at(&example).compile(&util::target_dir().join("guests")).expect("the example builds");
+    let built = cheng_guest_build::GuestBuild::at(&example)
+        .compile(&util::target_dir().join("guests"))
+        .expect("the example builds");
     let wasm = &built.iter().find(|g| g.package == "hello-tool").unwrap().wasm;
     let ws = util::workspace();
     let out = cheng_embed_example::run(ws.path(), wasm).await.unwrap();
@@ -73,7 +86,12 @@ async fn the_embed_example_shows_ok_denied_and_approval_outcomes() {
     assert_eq!(by("built-in, granted").status, Status::Ok);
     assert_eq!(by("not in the role").status, Status::Denied);
     let approved = by("approved by OnlyLs");
-    assert_eq!((approved.status, approved.output["termination"].as_str()), (Status::Ok, Some("exited")), "{}", approved.output);
+    assert_eq!(
+        (approved.status, approved.output["termination"].as_str()),
+        (Status::Ok, Some("exited")),
+        "{}",
+        approved.output
+    );
     assert!(approved.output["stdout"].as_str().unwrap().contains("inside.txt"));
     let declined = by("declined by OnlyLs");
     assert_eq!(declined.error_kind, Some(cheng_host::ErrorKind::ApprovalDenied));
@@ -121,7 +139,11 @@ fn a_new_user_follows_the_readme_from_nothing_to_a_called_tool() {
             .env("CHENG_LOG", "error")
             .output()
             .unwrap();
-        (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
     };
     // Step 2: the pin.
     let (code, stdout, stderr) = cheng(&["plugin", "inspect", "target/wasm32-wasip2/release/hello_tool.wasm"]);
@@ -144,7 +166,8 @@ fn a_new_user_follows_the_readme_from_nothing_to_a_called_tool() {
     let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(doc["greeting"], "Hello, Ada!");
     // The host's state went to the fresh home's default locations, not into the project.
-    let mut names: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut names: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     names.sort();
     assert_eq!(names, [".cargo", "Cargo.lock", "Cargo.toml", "cheng.toml", "src", "target"]);
 }

@@ -30,7 +30,8 @@ fn project() -> tempfile::TempDir {
     std::fs::write(p.join(".gitignore"), "target/\n*.log\n").unwrap();
     std::fs::write(p.join(".git/info/exclude"), "secret.txt\n").unwrap();
     std::fs::write(p.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
-    std::fs::write(p.join("src/main.rs"), "fn main() {\n    let answer = 42;\n    println!(\"{answer}\");\n}\n").unwrap();
+    std::fs::write(p.join("src/main.rs"), "fn main() {\n    let answer = 42;\n    println!(\"{answer}\");\n}\n")
+        .unwrap();
     std::fs::write(p.join("src/util/mod.rs"), "pub fn helper() -> u32 {\n    42\n}\n").unwrap();
     std::fs::write(p.join("target/debug/gen.rs"), "fn generated() {}\n").unwrap();
     std::fs::write(p.join("build.log"), "answer 42\n").unwrap();
@@ -57,7 +58,12 @@ async fn find_files_globs_and_ignore_rules() {
     // Ignore rules off: the ignored files appear; .git never does.
     let r = call(&h, ws.path(), "find_files", json!({"pattern": "*", "respect_gitignore": false})).await;
     let all = paths(&r);
-    assert!(all.contains(&"target/debug/gen.rs".to_string()) && all.contains(&"build.log".to_string()) && all.contains(&"secret.txt".to_string()), "{all:?}");
+    assert!(
+        all.contains(&"target/debug/gen.rs".to_string())
+            && all.contains(&"build.log".to_string())
+            && all.contains(&"secret.txt".to_string()),
+        "{all:?}"
+    );
     assert!(!all.iter().any(|p| p.starts_with(".git/")), "{all:?}");
     // .git/info/exclude and *.log are honoured by default; hidden files only on request.
     let r = call(&h, ws.path(), "find_files", json!({"pattern": "*"})).await;
@@ -87,11 +93,21 @@ async fn search_files_regex_literal_context_and_caps() {
     let ws = project();
     // A regex, with the ignore rules: only the non-ignored, non-hidden hits.
     let r = call(&h, ws.path(), "search_files", json!({"pattern": r"\b42\b"})).await;
-    let hits: Vec<(String, u64, u64)> = r.output["matches"].as_array().unwrap().iter()
-        .map(|m| (m["path"].as_str().unwrap().to_string(), m["line"].as_u64().unwrap(), m["column"].as_u64().unwrap())).collect();
-    assert_eq!(hits, [("my notes.md".to_string(), 2, 15), ("src/main.rs".to_string(), 2, 18), ("src/util/mod.rs".to_string(), 2, 5)], "{}", r.output);
+    let hits: Vec<(String, u64, u64)> = r.output["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["path"].as_str().unwrap().to_string(), m["line"].as_u64().unwrap(), m["column"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        hits,
+        [("my notes.md".to_string(), 2, 15), ("src/main.rs".to_string(), 2, 18), ("src/util/mod.rs".to_string(), 2, 5)],
+        "{}",
+        r.output
+    );
     // Context lines before and after.
-    let r = call(&h, ws.path(), "search_files", json!({"pattern": "let answer", "context_lines": 1, "glob": "*.rs"})).await;
+    let r =
+        call(&h, ws.path(), "search_files", json!({"pattern": "let answer", "context_lines": 1, "glob": "*.rs"})).await;
     let m = &r.output["matches"][0];
     assert_eq!(m["before"], json!(["fn main() {"]));
     assert_eq!(m["after"], json!(["    println!(\"{answer}\");"]));
@@ -127,7 +143,13 @@ async fn read_files_isolates_failures_and_applies_caps() {
     let h = host().await;
     let ws = project();
     std::fs::write(ws.path().join("bin.dat"), b"\0\0").unwrap();
-    let r = call(&h, ws.path(), "read_files", json!({"paths": ["src/main.rs", "nope.rs", "bin.dat", "../x", "src/util/mod.rs"]})).await;
+    let r = call(
+        &h,
+        ws.path(),
+        "read_files",
+        json!({"paths": ["src/main.rs", "nope.rs", "bin.dat", "../x", "src/util/mod.rs"]}),
+    )
+    .await;
     assert_eq!(r.status, Status::Ok);
     let files = r.output["files"].as_array().unwrap();
     assert_eq!(files[0]["content"].as_str().unwrap().lines().count(), 4);
@@ -137,7 +159,13 @@ async fn read_files_isolates_failures_and_applies_caps() {
     assert_eq!(files[4]["total_lines"], 3);
     assert!(r.output["summary"].as_str().unwrap().contains("3 could not be read"));
     // Per-file and total caps cut at line boundaries.
-    let r = call(&h, ws.path(), "read_files", json!({"paths": ["src/main.rs", "src/util/mod.rs"], "max_bytes_per_file": 20, "max_total_bytes": 30})).await;
+    let r = call(
+        &h,
+        ws.path(),
+        "read_files",
+        json!({"paths": ["src/main.rs", "src/util/mod.rs"], "max_bytes_per_file": 20, "max_total_bytes": 30}),
+    )
+    .await;
     let files = r.output["files"].as_array().unwrap();
     assert_eq!(files[0]["content"], "fn main() {\n");
     assert_eq!(files[0]["truncated"], true);
@@ -218,14 +246,21 @@ async fn edit_file_exact_unique_or_all() {
     std::fs::write(p.join("e.txt"), "alpha\nbeta\nalpha\ngamma\n").unwrap();
     // Several matches: refused with the lines and both routes; nothing changes.
     let r = call(&h, p, "edit_file", json!({"path": "e.txt", "old_text": "alpha", "new_text": "A"})).await;
-    assert!(err(&r).contains("appears 2 times") && err(&r).contains("lines 1, 3") && err(&r).contains("replace_all"), "{}", r.output);
+    assert!(
+        err(&r).contains("appears 2 times") && err(&r).contains("lines 1, 3") && err(&r).contains("replace_all"),
+        "{}",
+        r.output
+    );
     assert_eq!(std::fs::read_to_string(p.join("e.txt")).unwrap(), "alpha\nbeta\nalpha\ngamma\n");
     // Unique with more context.
-    let r = call(&h, p, "edit_file", json!({"path": "e.txt", "old_text": "beta\nalpha", "new_text": "beta\nALPHA"})).await;
+    let r =
+        call(&h, p, "edit_file", json!({"path": "e.txt", "old_text": "beta\nalpha", "new_text": "beta\nALPHA"})).await;
     assert_eq!(r.output["replacements"], 1);
     assert_eq!(r.output["lines"], json!([2]));
     // replace_all.
-    let r = call(&h, p, "edit_file", json!({"path": "e.txt", "old_text": "a\n", "new_text": "a!\n", "replace_all": true})).await;
+    let r =
+        call(&h, p, "edit_file", json!({"path": "e.txt", "old_text": "a\n", "new_text": "a!\n", "replace_all": true}))
+            .await;
     assert_eq!(r.output["replacements"], 3, "{}", r.output);
     assert_eq!(r.output["lines"], json!([1, 2, 4]));
     assert_eq!(std::fs::read_to_string(p.join("e.txt")).unwrap(), "alpha!\nbeta!\nALPHA\ngamma!\n");
@@ -233,7 +268,8 @@ async fn edit_file_exact_unique_or_all() {
     std::fs::write(p.join("crlf.txt"), "one\r\ntwo\r\n").unwrap();
     let r = call(&h, p, "edit_file", json!({"path": "crlf.txt", "old_text": "one\ntwo", "new_text": "x"})).await;
     assert!(err(&r).contains("CRLF"), "{}", r.output);
-    let r = call(&h, p, "edit_file", json!({"path": "src/main.rs", "old_text": "let  answer = 42;", "new_text": "x"})).await;
+    let r = call(&h, p, "edit_file", json!({"path": "src/main.rs", "old_text": "let  answer = 42;", "new_text": "x"}))
+        .await;
     assert!(err(&r).contains("whitespace"), "{}", r.output);
     // Binary and missing files.
     std::fs::write(p.join("b.bin"), b"a\0b").unwrap();
@@ -282,11 +318,14 @@ async fn apply_patch_is_all_or_nothing() {
     // Modify, add and delete in one patch.
     let r = call(&h, p, "apply_patch", json!({"patch": GOOD_PATCH})).await;
     assert_eq!(r.status, Status::Ok, "{}", r.output);
-    assert_eq!(r.output["files"], json!([
-        {"path": "src/main.rs", "action": "modified", "hunks": 1},
-        {"path": "added.txt", "action": "added", "hunks": 1},
-        {"path": "my notes.md", "action": "deleted", "hunks": 1},
-    ]));
+    assert_eq!(
+        r.output["files"],
+        json!([
+            {"path": "src/main.rs", "action": "modified", "hunks": 1},
+            {"path": "added.txt", "action": "added", "hunks": 1},
+            {"path": "my notes.md", "action": "deleted", "hunks": 1},
+        ])
+    );
     assert!(std::fs::read_to_string(p.join("src/main.rs")).unwrap().contains("43"));
     assert_eq!(std::fs::read_to_string(p.join("added.txt")).unwrap(), "new\nfile\n");
     assert!(!p.join("my notes.md").exists());
@@ -312,7 +351,8 @@ async fn apply_patch_is_all_or_nothing() {
 async fn think_and_todo_write_per_run() {
     let h = host().await;
     let ws = util::workspace();
-    let r = h.call(&Context::new(ws.path()), "think", json!({"thought": "first read the README, then the tests"})).await;
+    let r =
+        h.call(&Context::new(ws.path()), "think", json!({"thought": "first read the README, then the tests"})).await;
     assert_eq!(r.output["summary"], "Noted a thought of 7 words");
     let run_a = Context::new(ws.path()).run("plan-a");
     let plan = json!({"todos": [{"id": "1", "content": "read", "status": "completed"}, {"id": "2", "content": "fix", "status": "in_progress"}]});
@@ -340,7 +380,8 @@ async fn names_that_are_not_utf8_are_listed_escaped_and_refused_by_readers() {
     let bad = std::ffi::OsStr::from_bytes(b"bad\xffname.txt");
     std::fs::write(ws.path().join("docs").join(bad), "x").unwrap();
     let r = call(&h, ws.path(), "list_dir", json!({"path": "docs"})).await;
-    let names: Vec<&str> = r.output["entries"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> =
+        r.output["entries"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
     // Both entries listed; the bad one escaped and flagged, without failing the call.
     assert_eq!(names, ["a.md", "bad\\xFFname.txt"], "{}", r.output);
     assert_eq!(r.output["not_utf8"], json!(["bad\\xFFname.txt"]));

@@ -123,7 +123,8 @@ async fn list_dir_depth_caps_and_skips() {
     symlink("inside.txt", ws.path().join("link")).unwrap();
     // One level, sorted, with kinds and sizes; .git and node_modules skipped and named.
     let r = call(&h, ws.path(), "list_dir", json!({})).await;
-    let names: Vec<&str> = r.output["entries"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> =
+        r.output["entries"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
     assert_eq!(names, [".hidden", "docs", "inside.txt", "link", "out", "src"]);
     assert_eq!(r.output["skipped"], json!([".git", "node_modules"]));
     let inside = r.output["entries"].as_array().unwrap().iter().find(|e| e["name"] == "inside.txt").unwrap();
@@ -136,7 +137,8 @@ async fn list_dir_depth_caps_and_skips() {
     assert!(!r.output.to_string().contains(".hidden"));
     // Deeper listings name entries by relative path.
     let r = call(&h, ws.path(), "list_dir", json!({"path": "src", "max_depth": 3})).await;
-    let names: Vec<&str> = r.output["entries"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> =
+        r.output["entries"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["a", "a/b", "a/b/deep.rs"]);
     // max_entries truncates and says what to do.
     let r = call(&h, ws.path(), "list_dir", json!({"max_entries": 2})).await;

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 
 use cheng_host::{Context, ErrorKind, Host, Status};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::util;
 
@@ -109,7 +109,9 @@ async fn status_matches_git_with_loose_and_packed_storage() {
     assert_eq!(o["stdout"], git(p, &["status", "--porcelain=v1", "-uall"]), "{o}");
     let files = o["files"].as_array().unwrap();
     assert!(files.iter().any(|f| f["path"] == "src/new.rs" && f["index"] == "A"));
-    assert!(!o["stdout"].as_str().unwrap().contains("debug.log") && !o["stdout"].as_str().unwrap().contains("excluded.tmp"));
+    assert!(
+        !o["stdout"].as_str().unwrap().contains("debug.log") && !o["stdout"].as_str().unwrap().contains("excluded.tmp")
+    );
     // After gc and pack-refs everything is packed: same answers.
     git(p, &["gc", "-q"]);
     git(p, &["pack-refs", "--all"]);
@@ -138,7 +140,10 @@ async fn log_branch_and_show_match_git() {
     let o = call(&h, p, json!({"operation": "log", "max_bytes": 300})).await;
     let cut = o["stdout"].as_str().unwrap();
     assert!(o["stdout_truncated"] == true && cut.len() <= 300, "{}: {cut}", cut.len());
-    assert!(whole.starts_with(&cut[..100]) && whole.ends_with(&cut[cut.len() - 100..]) && cut.contains("bytes omitted"), "{cut}");
+    assert!(
+        whole.starts_with(&cut[..100]) && whole.ends_with(&cut[cut.len() - 100..]) && cut.contains("bytes omitted"),
+        "{cut}"
+    );
     let o = call(&h, p, json!({"operation": "log", "revision": "HEAD~2", "max_count": 2})).await;
     assert_eq!(o["stdout"], git(p, &["log", "--no-color", "-n", "2", "HEAD~2"]));
     let o = call(&h, p, json!({"operation": "branch"})).await;
@@ -165,7 +170,19 @@ async fn diff_matches_git_and_applies_back() {
     let o = call(&h, p, json!({"operation": "diff"})).await;
     let ours = o["stdout"].as_str().unwrap().to_string();
     let theirs = git(p, &["diff", "--no-color", "HEAD"]);
-    let headers = |s: &str| s.lines().filter(|l| l.starts_with("diff --git") || l.starts_with("index ") || l.starts_with("new file") || l.starts_with("deleted file") || l.starts_with("---") || l.starts_with("+++")).map(str::to_string).collect::<Vec<_>>();
+    let headers = |s: &str| {
+        s.lines()
+            .filter(|l| {
+                l.starts_with("diff --git")
+                    || l.starts_with("index ")
+                    || l.starts_with("new file")
+                    || l.starts_with("deleted file")
+                    || l.starts_with("---")
+                    || l.starts_with("+++")
+            })
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
     assert_eq!(headers(&ours), headers(&theirs), "{ours}");
     // Applied to a clean checkout of HEAD it reproduces the working tree.
     let clone = tempfile::tempdir().unwrap();
@@ -307,7 +324,7 @@ async fn renames_submodules_worktrees_and_odd_names() {
 #[tokio::test(flavor = "multi_thread")]
 async fn working_tree_changes_match_git() {
     use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::{symlink, PermissionsExt};
+    use std::os::unix::fs::{PermissionsExt, symlink};
     let h = host().await;
     let d = new_repo();
     let p = d.path();
@@ -351,7 +368,17 @@ async fn working_tree_changes_match_git() {
     let o = call(&h, p, json!({"operation": "status"})).await;
     let theirs = git(p, &["status", "--porcelain=v1", "-uall"]);
     assert_eq!(o["stdout"], theirs, "{o}");
-    for line in [" M plain.txt", " T exec.sh", " T link", " M samesize.txt", " D dir/x.txt", " D dir2/y.txt", " A new.txt", "?? dir", "?? dir2"] {
+    for line in [
+        " M plain.txt",
+        " T exec.sh",
+        " T link",
+        " M samesize.txt",
+        " D dir/x.txt",
+        " D dir2/y.txt",
+        " A new.txt",
+        "?? dir",
+        "?? dir2",
+    ] {
         assert!(theirs.lines().any(|l| l == line), "{line} in {theirs}");
     }
     assert!(!theirs.contains("touched.txt") && !theirs.contains("crlf.txt"), "{theirs}");
@@ -359,11 +386,18 @@ async fn working_tree_changes_match_git() {
     // cannot be opened in the sandbox: left out with a warning.
     let o = call(&h, p, json!({"operation": "diff"})).await;
     let ours = o["stdout"].as_str().unwrap().to_string();
-    assert!(o["stderr"].as_str().unwrap().contains("caf\u{fffd}.txt\" is left out of the patch: its name is not UTF-8"), "{o}");
+    assert!(
+        o["stderr"].as_str().unwrap().contains("caf\u{fffd}.txt\" is left out of the patch: its name is not UTF-8"),
+        "{o}"
+    );
     let theirs = git(p, &["diff", "--no-color", "HEAD", "--", ".", ":!caf*"]);
     let headers = |s: &str| {
         s.lines()
-            .filter(|l| ["diff --git", "index ", "new file", "deleted file", "old mode", "new mode", "---", "+++"].iter().any(|h| l.starts_with(h)))
+            .filter(|l| {
+                ["diff --git", "index ", "new file", "deleted file", "old mode", "new mode", "---", "+++"]
+                    .iter()
+                    .any(|h| l.starts_with(h))
+            })
             .map(str::to_string)
             .collect::<Vec<_>>()
     };
@@ -429,16 +463,21 @@ async fn log_with_pathspecs_matches_git() {
     write(p, "lib/c.txt", b"c\n");
     git(p, &["add", "-A"]);
     commit(p, "c on main", "2026-04-04T00:00:00+0000");
-    let o = git_cmd(p, Some("2026-04-05T00:00:00+0000")).args(["merge", "-q", "--no-ff", "-m", "merge side", "side"]).output().unwrap();
+    let o = git_cmd(p, Some("2026-04-05T00:00:00+0000"))
+        .args(["merge", "-q", "--no-ff", "-m", "merge side", "side"])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    for specs in [vec!["a.txt"], vec!["lib"], vec!["lib/b.txt"], vec!["lib/c.txt", "a.txt"], vec!["missing"], vec!["."]] {
+    for specs in [vec!["a.txt"], vec!["lib"], vec!["lib/b.txt"], vec!["lib/c.txt", "a.txt"], vec!["missing"], vec!["."]]
+    {
         let o = call(&h, p, json!({"operation": "log", "pathspecs": specs})).await;
         let mut args = vec!["log", "--no-color", "-n", "20", "--"];
         args.extend(specs.iter().copied());
         assert_eq!(o["stdout"], git(p, &args), "{specs:?}: {o}");
     }
     let o = call(&h, p, json!({"operation": "log", "pathspecs": ["lib/b.txt"]})).await;
-    let summaries: Vec<&str> = o["commits"].as_array().unwrap().iter().map(|c| c["summary"].as_str().unwrap()).collect();
+    let summaries: Vec<&str> =
+        o["commits"].as_array().unwrap().iter().map(|c| c["summary"].as_str().unwrap()).collect();
     // The merge takes lib/b.txt from the side branch unchanged: left out, as git does.
     assert_eq!(summaries, ["b on the side", "both"]);
     // show on a clean merge: its header, no patch (no path differs from both parents).
@@ -477,7 +516,9 @@ async fn staged_renames_match_git() {
     let o = call(&h, p, json!({"operation": "status"})).await;
     let theirs = git(p, &["status", "--porcelain=v1", "-uall"]);
     assert_eq!(o["stdout"], theirs, "{o}");
-    for line in ["R  a/same.txt -> a/same-moved.txt", "R  a/edited.txt -> c/edited-moved.txt", "D  b/gone.txt", "A  b/new.txt"] {
+    for line in
+        ["R  a/same.txt -> a/same-moved.txt", "R  a/edited.txt -> c/edited-moved.txt", "D  b/gone.txt", "A  b/new.txt"]
+    {
         assert!(theirs.lines().any(|l| l == line), "{line} in {theirs}");
     }
     git(p, &["config", "status.renames", "false"]);

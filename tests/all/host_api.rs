@@ -38,7 +38,11 @@ async fn unknown_denied_and_bad_arguments_are_distinct() {
 #[tokio::test(flavor = "multi_thread")]
 async fn cancellation_by_token_and_by_drop() {
     let grant = Grant { fs: FsGrant::None, spawn: false, memory_mb: None, cpu_ms: Some(60_000) };
-    let h = util::host("[roles.t]\ntools = [\"slow__probe\", \"read_file\"]\n", vec![util::plugin("slow", "hostile", grant)]).await;
+    let h = util::host(
+        "[roles.t]\ntools = [\"slow__probe\", \"read_file\"]\n",
+        vec![util::plugin("slow", "hostile", grant)],
+    )
+    .await;
     let ws = util::workspace();
     // A token cancelled mid-call ends it with CANCELLED, promptly.
     let cx = Context::new(ws.path()).role("t");
@@ -54,7 +58,8 @@ async fn cancellation_by_token_and_by_drop() {
     assert!(started.elapsed() < Duration::from_secs(5));
     // Dropping the future (here by a timeout) stops it too, and the host keeps serving.
     let cx = Context::new(ws.path()).role("t");
-    let dropped = tokio::time::timeout(Duration::from_millis(200), h.call(&cx, "slow__probe", json!({"action": "loop"}))).await;
+    let dropped =
+        tokio::time::timeout(Duration::from_millis(200), h.call(&cx, "slow__probe", json!({"action": "loop"}))).await;
     assert!(dropped.is_err());
     let r = h.call(&cx, "read_file", json!({"path": "inside.txt"})).await;
     assert_eq!(r.status, Status::Ok);

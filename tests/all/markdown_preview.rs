@@ -8,7 +8,7 @@ use std::path::Path;
 
 use cheng_host::policy::Config;
 use cheng_host::{Context, ErrorKind, Host, HostBuilder, Status};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::util;
@@ -42,7 +42,12 @@ fn atx_headings(text: &str) -> Vec<(usize, usize, String)> {
             let f: String = t.chars().take_while(|c| *c == '`' || *c == '~').collect();
             match &fence {
                 None => fence = Some(f),
-                Some(open) if t.trim() == open.as_str() || (t.chars().all(|c| c == open.chars().next().unwrap()) && f.len() >= open.len()) => fence = None,
+                Some(open)
+                    if t.trim() == open.as_str()
+                        || (t.chars().all(|c| c == open.chars().next().unwrap()) && f.len() >= open.len()) =>
+                {
+                    fence = None
+                }
                 _ => {}
             }
             continue;
@@ -68,7 +73,11 @@ async fn outline_and_links_of_this_readme() {
     let expected = atx_headings(&text);
     assert_eq!(outline.len(), expected.len(), "{o}");
     for (h, (line, level, _)) in outline.iter().zip(&expected) {
-        assert_eq!((h["line"].as_u64().unwrap() as usize, h["level"].as_u64().unwrap() as usize), (*line, *level), "{h}");
+        assert_eq!(
+            (h["line"].as_u64().unwrap() as usize, h["level"].as_u64().unwrap() as usize),
+            (*line, *level),
+            "{h}"
+        );
     }
     let quick = outline.iter().find(|h| h["text"] == "Quickstart").unwrap();
     assert_eq!(quick["anchor"], "quickstart");
@@ -77,7 +86,10 @@ async fn outline_and_links_of_this_readme() {
     // Every relative link in the README resolves.
     let l = md(&h, &repo, "link_check_local", "README.md").await;
     assert_eq!(l["diagnostics"], json!([]), "{l}");
-    assert!(l["links"].as_array().unwrap().iter().any(|x| x["target"] == "docs/tools/read_file.md" && x["ok"] == true), "{l}");
+    assert!(
+        l["links"].as_array().unwrap().iter().any(|x| x["target"] == "docs/tools/read_file.md" && x["ok"] == true),
+        "{l}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -114,7 +126,10 @@ async fn anchors_match_github() {
         assert_eq!(outline[i]["line"], 2 * i + 1);
     }
     let last = outline.last().unwrap();
-    assert_eq!((last["text"].as_str(), last["level"].as_u64(), last["anchor"].as_str()), (Some("Setext title"), Some(1), Some("setext-title")));
+    assert_eq!(
+        (last["text"].as_str(), last["level"].as_u64(), last["anchor"].as_str()),
+        (Some("Setext title"), Some(1), Some("setext-title"))
+    );
     assert_eq!(outline.len(), cases.len() + 1, "a heading inside code is not a heading");
 }
 
@@ -150,7 +165,9 @@ async fn diagnostics_cover_every_code() {
     std::fs::write(ws.path().join("picture.png"), b"\x89PNG").unwrap();
     let o = md(&h, ws.path(), "diagnostics", "doc.md").await;
     let d = o["diagnostics"].as_array().unwrap();
-    let at = |code: &str| -> Vec<u64> { d.iter().filter(|x| x["code"] == code).map(|x| x["line"].as_u64().unwrap()).collect() };
+    let at = |code: &str| -> Vec<u64> {
+        d.iter().filter(|x| x["code"] == code).map(|x| x["line"].as_u64().unwrap()).collect()
+    };
     assert_eq!(at("trailing-whitespace"), vec![3], "{o}");
     assert_eq!(at("multiple-blank-lines"), vec![5], "{o}");
     assert_eq!(at("heading-hierarchy-jump"), vec![9], "{o}");
@@ -183,13 +200,18 @@ async fn suggestions_apply_with_edit_file_and_leave_nothing_to_fix() {
     assert_eq!(std::fs::read_to_string(ws.path().join("f.md")).unwrap(), text);
     let edits = o["suggested_edits"].as_array().unwrap().clone();
     assert!(edits.len() >= 3, "{o}");
-    let codes: Vec<&str> = edits.iter().flat_map(|e| e["codes"].as_array().unwrap().iter().map(|c| c.as_str().unwrap())).collect();
+    let codes: Vec<&str> =
+        edits.iter().flat_map(|e| e["codes"].as_array().unwrap().iter().map(|c| c.as_str().unwrap())).collect();
     for c in ["trailing-whitespace", "missing-space-atx-heading", "multiple-blank-lines", "unclosed-code-fence"] {
         assert!(codes.contains(&c), "{c} missing: {codes:?}");
     }
     for e in &edits {
         let r = h
-            .call(&Context::new(ws.path()), "edit_file", json!({"path": e["path"], "old_text": e["old_text"], "new_text": e["new_text"]}))
+            .call(
+                &Context::new(ws.path()),
+                "edit_file",
+                json!({"path": e["path"], "old_text": e["old_text"], "new_text": e["new_text"]}),
+            )
             .await;
         assert_eq!(r.status, Status::Ok, "edit {e} failed: {}", r.output);
     }
@@ -239,24 +261,104 @@ async fn markdown_refusals() {
     let h = host().await;
     let ws = tempfile::tempdir().unwrap();
     std::fs::write(ws.path().join("bin.md"), b"\x00\x01\x02").unwrap();
-    let r = h.call(&Context::new(ws.path()), "workspace_markdown", json!({"operation": "outline", "path": "bin.md"})).await;
+    let r =
+        h.call(&Context::new(ws.path()), "workspace_markdown", json!({"operation": "outline", "path": "bin.md"})).await;
     assert_eq!(r.error_kind, Some(ErrorKind::BinaryFile), "{}", r.output);
-    let r = h.call(&Context::new(ws.path()), "workspace_markdown", json!({"operation": "outline", "path": "../x.md"})).await;
+    let r = h
+        .call(&Context::new(ws.path()), "workspace_markdown", json!({"operation": "outline", "path": "../x.md"}))
+        .await;
     assert_eq!(r.error_kind, Some(ErrorKind::PathRefused));
-    let r = h.call(&Context::new(ws.path()), "workspace_markdown", json!({"operation": "outline", "path": "none.md"})).await;
+    let r = h
+        .call(&Context::new(ws.path()), "workspace_markdown", json!({"operation": "outline", "path": "none.md"}))
+        .await;
     assert_eq!(r.error_kind, Some(ErrorKind::NotFound));
-    let r = h.call(&Context::new(ws.path()), "workspace_markdown", json!({"operation": "lint", "path": "none.md"})).await;
+    let r =
+        h.call(&Context::new(ws.path()), "workspace_markdown", json!({"operation": "lint", "path": "none.md"})).await;
     assert_eq!(r.error_kind, Some(ErrorKind::InvalidArgument));
 }
 
 /// Elements the sanitized HTML may hold, and their attributes.
 fn allowed(el: &str, attr: &str) -> bool {
     const ELEMENTS: &[&str] = &[
-        "a", "abbr", "acronym", "area", "article", "aside", "b", "bdi", "bdo", "blockquote", "br", "caption", "center", "cite", "code",
-        "col", "colgroup", "data", "dd", "del", "details", "dfn", "div", "dl", "dt", "em", "figcaption", "figure", "footer", "h1", "h2",
-        "h3", "h4", "h5", "h6", "header", "hgroup", "hr", "i", "img", "input", "ins", "kbd", "li", "map", "mark", "nav", "ol", "p", "pre",
-        "q", "rp", "rt", "rtc", "ruby", "s", "samp", "small", "span", "strike", "strong", "sub", "summary", "sup", "table", "tbody",
-        "td", "th", "thead", "time", "tr", "tt", "u", "ul", "var", "wbr", "html", "head", "body",
+        "a",
+        "abbr",
+        "acronym",
+        "area",
+        "article",
+        "aside",
+        "b",
+        "bdi",
+        "bdo",
+        "blockquote",
+        "br",
+        "caption",
+        "center",
+        "cite",
+        "code",
+        "col",
+        "colgroup",
+        "data",
+        "dd",
+        "del",
+        "details",
+        "dfn",
+        "div",
+        "dl",
+        "dt",
+        "em",
+        "figcaption",
+        "figure",
+        "footer",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hgroup",
+        "hr",
+        "i",
+        "img",
+        "input",
+        "ins",
+        "kbd",
+        "li",
+        "map",
+        "mark",
+        "nav",
+        "ol",
+        "p",
+        "pre",
+        "q",
+        "rp",
+        "rt",
+        "rtc",
+        "ruby",
+        "s",
+        "samp",
+        "small",
+        "span",
+        "strike",
+        "strong",
+        "sub",
+        "summary",
+        "sup",
+        "table",
+        "tbody",
+        "td",
+        "th",
+        "thead",
+        "time",
+        "tr",
+        "tt",
+        "u",
+        "ul",
+        "var",
+        "wbr",
+        "html",
+        "head",
+        "body",
     ];
     const GENERIC: &[&str] = &["lang", "title", "id"];
     const PER: &[(&str, &[&str])] = &[
@@ -278,13 +380,17 @@ fn allowed(el: &str, attr: &str) -> bool {
     if attr.is_empty() {
         return true;
     }
-    GENERIC.contains(&attr) || PER.iter().any(|(e, a)| *e == el && a.contains(&attr)) || ["cite", "datetime", "span", "open", "abbr", "dir"].contains(&attr)
+    GENERIC.contains(&attr)
+        || PER.iter().any(|(e, a)| *e == el && a.contains(&attr))
+        || ["cite", "datetime", "span", "open", "abbr", "dir"].contains(&attr)
 }
 
 fn safe_url(u: &str) -> bool {
     let t = u.trim().to_ascii_lowercase();
     match t.split_once(':') {
-        Some((scheme, _)) if !scheme.contains('/') && !scheme.contains('?') && !scheme.contains('#') => ["http", "https", "mailto"].contains(&scheme),
+        Some((scheme, _)) if !scheme.contains('/') && !scheme.contains('?') && !scheme.contains('#') => {
+            ["http", "https", "mailto"].contains(&scheme)
+        }
         _ => true, // relative or fragment
     }
 }
@@ -343,9 +449,12 @@ async fn xss_corpus_is_sanitized() {
     }
     // Positive control: the same checker rejects the raw payload.
     let raw = scraper::Html::parse_fragment("<img src=x onerror=alert(1)><a href=\"javascript:x\">y</a>");
-    let bad = raw.tree.root().descendants().filter_map(|n| n.value().as_element().map(|e| e.clone())).any(|e| {
-        e.attrs().any(|(a, v)| a.starts_with("on") || (a == "href" && !safe_url(v)))
-    });
+    let bad = raw
+        .tree
+        .root()
+        .descendants()
+        .filter_map(|n| n.value().as_element().map(|e| e.clone()))
+        .any(|e| e.attrs().any(|(a, v)| a.starts_with("on") || (a == "href" && !safe_url(v))));
     assert!(bad);
 }
 
@@ -361,7 +470,16 @@ async fn markdown_features_render() {
     assert_eq!(o["source_path"], "f.md");
     assert_eq!(o["source_bytes"], src.len());
     assert_eq!(o["format"], "html");
-    for needle in ["<table>", "<td>1</td>", "type=\"checkbox\"", "checked", "footnote", "The footnote.", "<del>gone</del>", "<h1>T</h1>"] {
+    for needle in [
+        "<table>",
+        "<td>1</td>",
+        "type=\"checkbox\"",
+        "checked",
+        "footnote",
+        "The footnote.",
+        "<del>gone</del>",
+        "<h1>T</h1>",
+    ] {
         assert!(html.contains(needle), "{needle} missing in {html}");
     }
 }
@@ -399,13 +517,24 @@ async fn caps_binary_and_huge_inputs() {
     assert_eq!(o["preview_truncated"], true);
     let p = o["preview"].as_str().unwrap();
     assert!(p.len() <= 524_288 + 200, "{}", p.len());
-    assert!(p.starts_with("<p>Line 0 of") && p.trim_end().ends_with("Line 59999 of a long document.</p>"), "{}", &p[p.len() - 100..]);
+    assert!(
+        p.starts_with("<p>Line 0 of") && p.trim_end().ends_with("Line 59999 of a long document.</p>"),
+        "{}",
+        &p[p.len() - 100..]
+    );
     let o = preview(&h, ws.path(), json!({"operation": "markdown", "path": "big.md", "max_bytes": 1000})).await;
     assert!(o["preview"].as_str().unwrap().len() <= 1100 && o["preview_truncated"] == true);
-    let r = h.call(&Context::new(ws.path()), "workspace_preview", json!({"operation": "markdown", "path": "big.md", "max_bytes": 600000})).await;
+    let r = h
+        .call(
+            &Context::new(ws.path()),
+            "workspace_preview",
+            json!({"operation": "markdown", "path": "big.md", "max_bytes": 600000}),
+        )
+        .await;
     assert_eq!(r.error_kind, Some(ErrorKind::InvalidArgument), "{}", r.output);
     std::fs::write(ws.path().join("bin.md"), b"\x89PNG\r\n\x1a\n\x00\x00").unwrap();
-    let r = h.call(&Context::new(ws.path()), "workspace_preview", json!({"operation": "markdown", "path": "bin.md"})).await;
+    let r =
+        h.call(&Context::new(ws.path()), "workspace_preview", json!({"operation": "markdown", "path": "bin.md"})).await;
     assert_eq!(r.error_kind, Some(ErrorKind::BinaryFile), "{}", r.output);
     let r = h.call(&Context::new(ws.path()), "workspace_preview", json!({"operation": "html"})).await;
     assert_eq!(r.error_kind, Some(ErrorKind::InvalidArgument));
@@ -447,7 +576,13 @@ async fn artifact_summaries() {
         ("a.png", png(640, 480), "image/png", Some((640, 480))),
         ("b.gif", gif(32, 16), "image/gif", Some((32, 16))),
         ("c.jpg", jpeg(300, 200), "image/jpeg", Some((300, 200))),
-        ("d.svg", b"<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 120 60\"></svg>\n".to_vec(), "image/svg+xml", Some((120, 60))),
+        (
+            "d.svg",
+            b"<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 120 60\"></svg>\n"
+                .to_vec(),
+            "image/svg+xml",
+            Some((120, 60)),
+        ),
         ("e.pdf", pdf.to_vec(), "application/pdf", None),
         ("f.txt", b"one\ntwo\nthree".to_vec(), "text/plain", None),
     ];
@@ -462,7 +597,11 @@ async fn artifact_summaries() {
         let digest: String = Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(m["sha256"], digest, "{name}");
         if let Some((w, hh)) = dims {
-            assert_eq!((m["width"].as_f64().unwrap() as u64, m["height"].as_f64().unwrap() as u64), (*w, *hh), "{name}: {m}");
+            assert_eq!(
+                (m["width"].as_f64().unwrap() as u64, m["height"].as_f64().unwrap() as u64),
+                (*w, *hh),
+                "{name}: {m}"
+            );
         }
         assert!(serde_json::from_str::<Value>(o["preview"].as_str().unwrap()).is_ok());
     }

@@ -2,8 +2,8 @@
 //! roles that name tools a plugin does not declare — each reported at load, while the
 //! host and the other plugins keep working; `cheng plugin inspect`.
 
-use cheng_host::{Context, HostBuilder, Status};
 use cheng_host::policy::Config;
+use cheng_host::{Context, HostBuilder, Status};
 use serde_json::{Value, json};
 
 use crate::util;
@@ -93,7 +93,9 @@ fs = {{ write = ["."] }}
     assert!(errors.contains("names \"gone__probe\", but no plugin \"gone\" is loaded"), "{errors}");
     // The good plugin and the built-ins still work.
     let ws = util::workspace();
-    let r = h.call(&Context::new(ws.path()).role("t"), "good__probe", json!({"action": "read", "target": "inside.txt"})).await;
+    let r = h
+        .call(&Context::new(ws.path()).role("t"), "good__probe", json!({"action": "read", "target": "inside.txt"}))
+        .await;
     assert_eq!(r.status, Status::Ok, "{}", r.output);
     let r = h.call(&Context::new(ws.path()), "read_file", json!({"path": "inside.txt"})).await;
     assert_eq!(r.status, Status::Ok);
@@ -128,7 +130,9 @@ fn plugin_inspect_shows_pin_imports_and_tools() {
 async fn wordcount_reads_only_its_granted_folder_and_the_log_shows_it() {
     use cheng_host::grant::{FsGrant, Grant};
     let example = util::repo().join("examples/wordcount");
-    let built = cheng_guest_build::GuestBuild::at(&example).compile(&util::target_dir().join("guests")).expect("the example builds");
+    let built = cheng_guest_build::GuestBuild::at(&example)
+        .compile(&util::target_dir().join("guests"))
+        .expect("the example builds");
     let wasm = built.iter().find(|g| g.package == "wordcount").unwrap().wasm.clone();
     // `cheng plugin inspect` on the example: one tool, read-only.
     let ws = util::workspace();
@@ -142,7 +146,12 @@ async fn wordcount_reads_only_its_granted_folder_and_the_log_shows_it() {
     b.config(Config::from_toml_str("[roles.t]\ntools = [\"wc__count\"]\n", "t.toml").unwrap());
     b.state_dir(state.path()).cache_dir(util::shared_state().join("cache"));
     let mut spec = util::plugin_file("wc", &wasm);
-    spec.grant = Grant { fs: FsGrant::Scoped { read: vec!["docs".into()], write: vec![] }, spawn: false, memory_mb: None, cpu_ms: None };
+    spec.grant = Grant {
+        fs: FsGrant::Scoped { read: vec!["docs".into()], write: vec![] },
+        spawn: false,
+        memory_mb: None,
+        cpu_ms: None,
+    };
     b.plugin(spec);
     let h = b.build().await.unwrap();
     let cx = Context::new(ws.path()).role("t").run("wc");
@@ -161,7 +170,15 @@ async fn wordcount_reads_only_its_granted_folder_and_the_log_shows_it() {
     drop(h);
     let recs = cheng_host::records::read_log(&state.path().join("audit.jsonl"), &Default::default()).unwrap();
     let kinds: Vec<Option<&str>> = recs.iter().map(|r| r.error_kind.as_deref()).collect();
-    assert_eq!(kinds, [None, Some("LOCAL_EXECUTOR_NOT_GRANTED"), Some("LOCAL_EXECUTOR_NOT_GRANTED"), Some("LOCAL_EXECUTOR_NOT_GRANTED")]);
+    assert_eq!(
+        kinds,
+        [
+            None,
+            Some("LOCAL_EXECUTOR_NOT_GRANTED"),
+            Some("LOCAL_EXECUTOR_NOT_GRANTED"),
+            Some("LOCAL_EXECUTOR_NOT_GRANTED")
+        ]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -172,9 +189,16 @@ async fn a_write_grant_cannot_link_in_or_symlink_out_and_the_log_shows_it() {
     std::fs::write(outside.path().join("secret.txt"), "TOPSECRET").unwrap();
     let state = tempfile::tempdir().unwrap();
     let mut b = HostBuilder::new();
-    b.config(Config::from_toml_str("[roles.t]\ntools = [\"w__probe\", \"read_file\", \"write_file\"]\n", "t.toml").unwrap());
+    b.config(
+        Config::from_toml_str("[roles.t]\ntools = [\"w__probe\", \"read_file\", \"write_file\"]\n", "t.toml").unwrap(),
+    );
     b.state_dir(state.path()).cache_dir(util::shared_state().join("cache"));
-    let grant = Grant { fs: FsGrant::Scoped { read: vec![], write: vec!["out".into()] }, spawn: false, memory_mb: None, cpu_ms: None };
+    let grant = Grant {
+        fs: FsGrant::Scoped { read: vec![], write: vec!["out".into()] },
+        spawn: false,
+        memory_mb: None,
+        cpu_ms: None,
+    };
     b.plugin(util::plugin("w", "hostile", grant));
     let h = b.build().await.unwrap();
     let cx = Context::new(ws.path()).role("t").run("links");
@@ -191,7 +215,8 @@ async fn a_write_grant_cannot_link_in_or_symlink_out_and_the_log_shows_it() {
     }
     // Control: a hard link inside the grant works.
     std::fs::write(ws.path().join("out/mine.txt"), "mine").unwrap();
-    let r = probe(json!({"action": "hardlink", "target": "/workspace/out/mine.txt", "to": "/workspace/out/mine2.txt"})).await;
+    let r = probe(json!({"action": "hardlink", "target": "/workspace/out/mine.txt", "to": "/workspace/out/mine2.txt"}))
+        .await;
     assert_eq!(r.status, Status::Ok, "{}", r.output);
     // A symlink the component makes, pointing out of the workspace.
     let rel_out = format!("../../../../../../../..{}", secret.display());
@@ -230,8 +255,16 @@ async fn a_write_grant_cannot_link_in_or_symlink_out_and_the_log_shows_it() {
     let failed = recs.iter().filter(|r| r.status != Status::Ok).count();
     assert_eq!(failed, 9, "{summary:?}");
     let last = recs.last().unwrap();
-    assert_eq!((last.status, last.error_kind.as_deref()), (Status::Denied, Some("LOCAL_EXECUTOR_NOT_GRANTED")), "the spawn refusal is a recorded denial");
-    assert!(recs.iter().filter(|r| r.tool == "read_file" || r.tool == "write_file").all(|r| r.error_kind.as_deref() == Some("LOCAL_EXECUTOR_PATH_REFUSED")));
+    assert_eq!(
+        (last.status, last.error_kind.as_deref()),
+        (Status::Denied, Some("LOCAL_EXECUTOR_NOT_GRANTED")),
+        "the spawn refusal is a recorded denial"
+    );
+    assert!(
+        recs.iter()
+            .filter(|r| r.tool == "read_file" || r.tool == "write_file")
+            .all(|r| r.error_kind.as_deref() == Some("LOCAL_EXECUTOR_PATH_REFUSED"))
+    );
     assert!(!std::fs::read_to_string(state.path().join("audit.jsonl")).unwrap().contains("TOPSECRET"));
 }
 
@@ -248,7 +281,12 @@ async fn a_component_written_in_wat_is_a_tool() {
     assert!(report.imports.is_empty(), "{:?}", report.imports);
     let h = util::host(
         "[roles.t]\ntools = [\"wat__wat_echo\"]\n",
-        vec![cheng_host::PluginSpec { id: "wat".into(), wasm, origin: "echo.wat".into(), grant: cheng_host::grant::Grant::none() }],
+        vec![cheng_host::PluginSpec {
+            id: "wat".into(),
+            wasm,
+            origin: "echo.wat".into(),
+            grant: cheng_host::grant::Grant::none(),
+        }],
     )
     .await;
     assert!(h.load_errors().is_empty(), "{:?}", h.load_errors());

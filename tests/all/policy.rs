@@ -68,7 +68,9 @@ async fn config_and_state_dir_inside_the_workspace_are_protected() {
         let h = h.clone();
         let cx = cx.clone();
         let target = target.to_string();
-        async move { h.call(&cx, "pp__probe", json!({"action": "protected", "target": target})).await.output["detail"].clone() }
+        async move {
+            h.call(&cx, "pp__probe", json!({"action": "protected", "target": target})).await.output["detail"].clone()
+        }
     };
     // The config file, the state dir and anything in it, and .git at any depth.
     assert_eq!(protected("cheng.toml").await, "true");

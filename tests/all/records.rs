@@ -4,9 +4,9 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
+use cheng_host::policy::Config;
 use cheng_host::records::{Filter, Status, read_log};
 use cheng_host::{Context, HostBuilder};
-use cheng_host::policy::Config;
 use serde_json::{Value, json};
 
 use crate::util;
@@ -27,7 +27,15 @@ async fn every_call_is_recorded_with_its_status() {
     let recs = read_log(&state.path().join("audit.jsonl"), &Filter::default()).unwrap();
     let got: Vec<(&str, Status)> = recs.iter().map(|r| (r.tool.as_str(), r.status)).collect();
     // One record per call, final statuses, in order.
-    assert_eq!(got, [("read_file", Status::Ok), ("read_file", Status::Error), ("read_file", Status::Denied), ("nope", Status::Error)]);
+    assert_eq!(
+        got,
+        [
+            ("read_file", Status::Ok),
+            ("read_file", Status::Error),
+            ("read_file", Status::Denied),
+            ("nope", Status::Error)
+        ]
+    );
     // Arguments exactly as sent, a preview, the result, the error kind.
     assert_eq!(recs[0].arguments, json!({"path": "inside.txt"}));
     assert_eq!(recs[0].result["content"], "inside");

@@ -135,7 +135,12 @@ async fn a_component_that_asks_for_the_network_is_refused_at_load() {
     let ws = util::workspace();
     let report = cheng_host::inspect(&wasm, "netprobe").await.unwrap();
     let sockets: Vec<&String> = report.imports.iter().filter(|i| i.starts_with("wasi:sockets/")).collect();
-    assert!(sockets.iter().any(|i| i.starts_with("wasi:sockets/tcp")) && sockets.iter().any(|i| i.starts_with("wasi:sockets/ip-name-lookup")), "{:?}", report.imports);
+    assert!(
+        sockets.iter().any(|i| i.starts_with("wasi:sockets/tcp"))
+            && sockets.iter().any(|i| i.starts_with("wasi:sockets/ip-name-lookup")),
+        "{:?}",
+        report.imports
+    );
     // Control: it is a well-formed tool component (inspect reads its tools).
     assert_eq!(report.tools[0].name, "probe");
     // Refused at load, by name; the host and the other plugins keep working.
@@ -145,7 +150,12 @@ async fn a_component_that_asks_for_the_network_is_refused_at_load() {
     )
     .await;
     let errors = host.load_errors().join("\n");
-    assert!(errors.contains("plugin \"net\"") && errors.contains("wasi:sockets/tcp") && errors.contains("no network access"), "{errors}");
+    assert!(
+        errors.contains("plugin \"net\"")
+            && errors.contains("wasi:sockets/tcp")
+            && errors.contains("no network access"),
+        "{errors}"
+    );
     let cx = Context::new(ws.path()).role("t");
     let r = host.call(&cx, "net__probe", json!({"action": "tcp", "target": "127.0.0.1:9"})).await;
     assert_eq!(r.status, Status::Error);

@@ -10,10 +10,10 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cheng_host::approvals::{ApprovalRequest, Approver, ApproveAll, Decision, RefuseAll};
+use cheng_host::approvals::{ApprovalRequest, ApproveAll, Approver, Decision, RefuseAll};
 use cheng_host::policy::Config;
 use cheng_host::{Context, Host, HostBuilder, Status, ToolResult};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::util;
@@ -100,8 +100,20 @@ async fn ls_produces_every_seed_field() {
     assert_eq!(r.status, Status::Ok, "{}", r.output);
     let o = out(&r);
     for field in [
-        "success", "summary", "command_display", "cwd", "exit_code", "termination", "duration_ms", "stdout",
-        "stdout_truncated", "stderr", "stderr_truncated", "error_kind", "terminal", "error",
+        "success",
+        "summary",
+        "command_display",
+        "cwd",
+        "exit_code",
+        "termination",
+        "duration_ms",
+        "stdout",
+        "stdout_truncated",
+        "stderr",
+        "stderr_truncated",
+        "error_kind",
+        "terminal",
+        "error",
     ] {
         assert!(o.get(field).is_some(), "missing {field}: {o}");
     }
@@ -277,7 +289,12 @@ async fn floods_stay_bounded() {
     let ws = util::workspace();
     let h = yes_host("").await;
     // 1 GB on stdout.
-    let r = shell(&h, ws.path(), json!({"command": "head", "args": ["-c", "1000000000", "/dev/zero"], "timeout_ms": 120000})).await;
+    let r = shell(
+        &h,
+        ws.path(),
+        json!({"command": "head", "args": ["-c", "1000000000", "/dev/zero"], "timeout_ms": 120000}),
+    )
+    .await;
     assert_eq!(r.output["termination"], "exited", "{}", &r.output["summary"]);
     assert_eq!(r.output["stdout_truncated"], true);
     assert!(r.output["stdout"].as_str().unwrap().len() < 140 * 1024);
@@ -294,7 +311,8 @@ async fn floods_stay_bounded() {
     assert!(err.starts_with("aaaa") && err.ends_with("aend") && err.len() < 140 * 1024, "{}", err.len());
     // The host's memory stayed near the cap: nothing like 100 MB was held.
     let rss = std::fs::read_to_string("/proc/self/status").unwrap();
-    let hwm: u64 = rss.lines().find(|l| l.starts_with("VmHWM")).unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
+    let hwm: u64 =
+        rss.lines().find(|l| l.starts_with("VmHWM")).unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
     assert!(hwm < 900 * 1024, "peak RSS {hwm} kB");
 }
 
@@ -306,7 +324,16 @@ async fn shell_strings() {
     let r = shell(&h, ws.path(), json!({"shell_string": "echo 'hello   world' again"})).await;
     assert_eq!(r.output["stdout"], "hello   world again\n", "{}", r.output);
     // Shell syntax is refused by name, and nothing runs.
-    for s in ["ls | wc -l", "touch a && touch b", "echo $HOME", "echo `id`", "touch x; touch y", "cat < /etc/passwd", "echo a\ntouch z", "ls *.txt"] {
+    for s in [
+        "ls | wc -l",
+        "touch a && touch b",
+        "echo $HOME",
+        "echo `id`",
+        "touch x; touch y",
+        "cat < /etc/passwd",
+        "echo a\ntouch z",
+        "ls *.txt",
+    ] {
         let r = shell(&h, ws.path(), json!({"shell_string": s})).await;
         assert_eq!(r.error_kind, Some(cheng_host::ErrorKind::ShellSyntaxDisabled), "{s}: {}", r.output);
         assert_eq!(r.status, Status::Denied);
@@ -324,7 +351,10 @@ async fn shell_strings() {
 #[tokio::test(flavor = "multi_thread")]
 async fn whitelist_and_rules() {
     let ws = util::workspace();
-    for wl in ["command_whitelist = \"\"\"\necho\n# comment\n\"\"\"\nallow_shell_string = true\n", "command_whitelist = [\"echo\"]\n"] {
+    for wl in [
+        "command_whitelist = \"\"\"\necho\n# comment\n\"\"\"\nallow_shell_string = true\n",
+        "command_whitelist = [\"echo\"]\n",
+    ] {
         let h = yes_host(wl).await;
         let r = shell(&h, ws.path(), json!({"command": "echo", "args": ["ok"]})).await;
         assert_eq!(r.output["stdout"], "ok\n", "{}", r.output);
@@ -350,7 +380,8 @@ async fn whitelist_and_rules() {
 async fn host_owned_fields_are_refused_from_the_model() {
     let ws = util::workspace();
     let h = yes_host("").await;
-    for (k, v) in [("sandbox_root", json!("/")), ("allow_shell_string", json!(true)), ("command_whitelist", json!(""))] {
+    for (k, v) in [("sandbox_root", json!("/")), ("allow_shell_string", json!(true)), ("command_whitelist", json!(""))]
+    {
         let mut input = json!({"command": "true"});
         input[k] = v;
         let r = shell(&h, ws.path(), input).await;
@@ -365,13 +396,27 @@ async fn environment_is_an_allowlist() {
     let r = shell(&h, ws.path(), json!({"command": "env", "env": {"CHENG_TEST_FLAG": "1", "LANG": "C"}})).await;
     let names: Vec<&str> = r.output["stdout"].as_str().unwrap().lines().filter_map(|l| l.split('=').next()).collect();
     for n in &names {
-        let ok = ["PATH", "HOME", "LANG", "TERM", "TZ", "USER", "TMPDIR", "CHENG_TEST_FLAG"].contains(n) || n.starts_with("LC_");
+        let ok = ["PATH", "HOME", "LANG", "TERM", "TZ", "USER", "TMPDIR", "CHENG_TEST_FLAG"].contains(n)
+            || n.starts_with("LC_");
         assert!(ok, "{n} leaked into the child: {names:?}");
     }
     assert!(names.contains(&"CHENG_TEST_FLAG") && names.contains(&"TMPDIR"));
     // The test harness's own variables (CARGO_*, RUST_*) never reach the child.
     assert!(std::env::vars().any(|(k, _)| k.starts_with("CARGO")));
-    for bad in ["LD_PRELOAD", "LD_LIBRARY_PATH", "GIT_DIR", "GIT_SSH_COMMAND", "PAGER", "EDITOR", "BASH_ENV", "NODE_OPTIONS", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "SOMETHING_ELSE", "PATH"] {
+    for bad in [
+        "LD_PRELOAD",
+        "LD_LIBRARY_PATH",
+        "GIT_DIR",
+        "GIT_SSH_COMMAND",
+        "PAGER",
+        "EDITOR",
+        "BASH_ENV",
+        "NODE_OPTIONS",
+        "GITHUB_TOKEN",
+        "AWS_SECRET_ACCESS_KEY",
+        "SOMETHING_ELSE",
+        "PATH",
+    ] {
         let r = shell(&h, ws.path(), json!({"command": "true", "env": {bad: "/tmp/x"}})).await;
         assert_eq!(r.error_kind, Some(cheng_host::ErrorKind::CommandNotAllowed), "{bad}: {}", r.output);
         assert!(r.output["error"].as_str().unwrap().contains(bad));
@@ -384,7 +429,12 @@ async fn environment_is_an_allowlist() {
 async fn arguments_are_literal_and_shown_exactly() {
     let ws = util::workspace();
     let h = yes_host("").await;
-    let r = shell(&h, ws.path(), json!({"command": "echo", "args": ["a; touch pwned", "$(touch pwned2)", "`touch pwned3`"]})).await;
+    let r = shell(
+        &h,
+        ws.path(),
+        json!({"command": "echo", "args": ["a; touch pwned", "$(touch pwned2)", "`touch pwned3`"]}),
+    )
+    .await;
     assert_eq!(r.output["stdout"], "a; touch pwned $(touch pwned2) `touch pwned3`\n");
     for f in ["pwned", "pwned2", "pwned3"] {
         assert!(!ws.path().join(f).exists());
@@ -398,7 +448,10 @@ async fn arguments_are_literal_and_shown_exactly() {
     assert_eq!(r.error_kind, Some(cheng_host::ErrorKind::ApprovalDenied));
     assert_eq!(r.status, Status::Denied);
     let msg = r.output["error"].as_str().unwrap();
-    assert!(msg.starts_with("The human declined to run this shell command") && msg.contains("Do not run it again"), "{msg}");
+    assert!(
+        msg.starts_with("The human declined to run this shell command") && msg.contains("Do not run it again"),
+        "{msg}"
+    );
     let card = rec.cards.lock().unwrap()[0].clone();
     assert!(card.summary.contains("core.sshCommand=touch"), "{}", card.summary);
     assert!(card.detail.contains(&ws.path().canonicalize().unwrap().display().to_string()), "{}", card.detail);
@@ -408,7 +461,12 @@ async fn arguments_are_literal_and_shown_exactly() {
     let h = yes_host("").await;
     let outside = tempfile::tempdir().unwrap();
     let target = outside.path().join("sorted");
-    let r = shell(&h, ws.path(), json!({"command": "sort", "args": [format!("--output={}", target.display()), "inside.txt"]})).await;
+    let r = shell(
+        &h,
+        ws.path(),
+        json!({"command": "sort", "args": [format!("--output={}", target.display()), "inside.txt"]}),
+    )
+    .await;
     assert_ne!(r.output["exit_code"], 0, "{}", r.output);
     assert!(!target.exists());
     let r = shell(&h, ws.path(), json!({"command": "find", "args": [".", "-name", "inside.txt", "-exec", "cp", "{}", outside.path().join("copied").display().to_string(), ";"]})).await;
@@ -425,7 +483,12 @@ async fn card_escapes_control_and_bidi_characters() {
     let ws = util::workspace();
     let rec = Arc::new(Recorder { cards: Mutex::default(), answer: Some(Decision::Declined) });
     let h = host_with("", rec.clone()).await;
-    let _ = shell(&h, ws.path(), json!({"command": "echo", "args": ["safe\u{202e}txt.exe", "\u{1b}[2Jclear", "two\nlines"]})).await;
+    let _ = shell(
+        &h,
+        ws.path(),
+        json!({"command": "echo", "args": ["safe\u{202e}txt.exe", "\u{1b}[2Jclear", "two\nlines"]}),
+    )
+    .await;
     let card = rec.cards.lock().unwrap()[0].clone();
     assert!(card.summary.contains("\\u{202e}") && card.summary.contains("\\u{1b}"), "{}", card.summary);
     assert!(!card.summary.contains('\u{202e}') && !card.summary.contains('\n'), "{}", card.summary);
@@ -455,7 +518,12 @@ async fn landlock_refuses_writes_and_hard_links_out() {
     assert_eq!(r.output["stdout"], "tmpok\n", "{}", r.output);
     // With Landlock off the same hard link succeeds: the refusal above is Landlock's.
     let h = yes_host("landlock = false\n").await;
-    let r = shell(&h, ws.path(), json!({"command": "ln", "args": [outside.path().join("secret").display().to_string(), "linked"]})).await;
+    let r = shell(
+        &h,
+        ws.path(),
+        json!({"command": "ln", "args": [outside.path().join("secret").display().to_string(), "linked"]}),
+    )
+    .await;
     assert_eq!(r.output["exit_code"], 0, "{}", r.output);
 }
 
@@ -472,7 +540,11 @@ async fn programs_come_from_the_host_path_not_the_workspace() {
     // The CLI, with the workspace's bin/ first on its PATH.
     let path = format!("{}:{}", ws.path().join("bin").display(), std::env::var("PATH").unwrap());
     let run = |input: &str| {
-        let o = util::cheng(ws.path()).env("PATH", &path).args(["call", "workspace_shell", input, "--approve", "yes"]).output().unwrap();
+        let o = util::cheng(ws.path())
+            .env("PATH", &path)
+            .args(["call", "workspace_shell", input, "--approve", "yes"])
+            .output()
+            .unwrap();
         serde_json::from_slice::<Value>(&o.stdout).unwrap()
     };
     let o = run(r#"{"command":"ls"}"#);
@@ -494,10 +566,19 @@ async fn cwd_goes_through_the_guard() {
     let h = yes_host("").await;
     let r = shell(&h, ws.path(), json!({"command": "pwd", "cwd": "docs"})).await;
     assert_eq!(r.output["cwd"], "docs");
-    assert_eq!(r.output["stdout"].as_str().unwrap().trim(), ws.path().canonicalize().unwrap().join("docs").display().to_string());
+    assert_eq!(
+        r.output["stdout"].as_str().unwrap().trim(),
+        ws.path().canonicalize().unwrap().join("docs").display().to_string()
+    );
     let outside = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(outside.path(), ws.path().join("link")).unwrap();
-    for (cwd, kind) in [("..", cheng_host::ErrorKind::PathRefused), ("link", cheng_host::ErrorKind::PathRefused), ("/etc", cheng_host::ErrorKind::PathRefused), ("inside.txt", cheng_host::ErrorKind::InvalidArgument), ("nope", cheng_host::ErrorKind::NotFound)] {
+    for (cwd, kind) in [
+        ("..", cheng_host::ErrorKind::PathRefused),
+        ("link", cheng_host::ErrorKind::PathRefused),
+        ("/etc", cheng_host::ErrorKind::PathRefused),
+        ("inside.txt", cheng_host::ErrorKind::InvalidArgument),
+        ("nope", cheng_host::ErrorKind::NotFound),
+    ] {
         let r = shell(&h, ws.path(), json!({"command": "pwd", "cwd": cwd})).await;
         assert_eq!(r.error_kind, Some(kind), "{cwd}: {}", r.output);
     }
@@ -507,7 +588,8 @@ async fn cwd_goes_through_the_guard() {
 async fn refusals_are_recorded_as_denials() {
     let ws = util::workspace();
     let h = yes_host("").await;
-    let (r, rec) = h.call_recorded(&Context::new(ws.path()), "workspace_shell", json!({"shell_string": "ls | wc"})).await;
+    let (r, rec) =
+        h.call_recorded(&Context::new(ws.path()), "workspace_shell", json!({"shell_string": "ls | wc"})).await;
     assert_eq!(r.status, Status::Denied);
     assert_eq!(rec.status, Status::Denied);
     assert_eq!(rec.error_kind.as_deref(), Some("LOCAL_EXECUTOR_SHELL_SYNTAX_DISABLED"));

@@ -2,7 +2,7 @@
 //! counts, and the name, file, line and message of failures; absent counts where the
 //! output does not say them.
 
-use cheng_test_report::{parse, runner_hint, Runner};
+use cheng_test_report::{Runner, parse, runner_hint};
 
 use crate::util;
 
@@ -17,7 +17,11 @@ fn args(v: &[&str]) -> Vec<String> {
 #[test]
 fn cargo_test() {
     let r = parse(runner_hint("cargo", &args(&["test"])), &fixture("cargo_pass.txt"), "");
-    assert_eq!((r.runner, r.passed, r.failed), (Some(Runner::CargoTest), Some(3), Some(0)), "unit + integration + doctest");
+    assert_eq!(
+        (r.runner, r.passed, r.failed),
+        (Some(Runner::CargoTest), Some(3), Some(0)),
+        "unit + integration + doctest"
+    );
     assert!(r.failures.is_empty());
 
     let r = parse(runner_hint("cargo", &args(&["test"])), &fixture("cargo_fail.txt"), "");
@@ -66,7 +70,10 @@ fn pytest() {
     let r = parse(None, &fixture("pytest_fail.txt"), "");
     assert_eq!((r.runner, r.passed, r.failed), (Some(Runner::Pytest), Some(1), Some(2)));
     let f = &r.failures[0];
-    assert_eq!((f.name.as_str(), f.file.as_deref(), f.line, f.message.as_str()), ("test_calc.py::test_fails", Some("test_calc.py"), Some(8), "assert 4 == 5"));
+    assert_eq!(
+        (f.name.as_str(), f.file.as_deref(), f.line, f.message.as_str()),
+        ("test_calc.py::test_fails", Some("test_calc.py"), Some(8), "assert 4 == 5")
+    );
     assert_eq!(r.failures[1].line, Some(11));
     assert!(r.failures[1].message.contains("ValueError: bad value"));
     // A module that does not import is an error, counted as a failure.
@@ -95,7 +102,10 @@ fn vitest() {
     let r = parse(None, &fixture("vitest_fail.txt"), "");
     assert_eq!((r.runner, r.passed, r.failed), (Some(Runner::Vitest), Some(1), Some(1)));
     let f = &r.failures[0];
-    assert_eq!((f.name.as_str(), f.file.as_deref(), f.line), ("sum.test.mjs > math > fails", Some("sum.test.mjs"), Some(5)));
+    assert_eq!(
+        (f.name.as_str(), f.file.as_deref(), f.line),
+        ("sum.test.mjs > math > fails", Some("sum.test.mjs"), Some(5))
+    );
     assert!(f.message.contains("expected 4 to be 5"));
     // A suite that fails to load: no counts, the file and the reason.
     let r = parse(Some(Runner::Vitest), &fixture("vitest_suite_error.txt"), "");

@@ -67,7 +67,12 @@ pub fn plugin(id: &str, program_name: &str, grant: Grant) -> PluginSpec {
 
 /// A plugin spec for a component file, granted nothing.
 pub fn plugin_file(id: &str, wasm: &Path) -> PluginSpec {
-    PluginSpec { id: id.into(), wasm: std::fs::read(wasm).unwrap(), origin: wasm.display().to_string(), grant: cheng_host::grant::Grant::none() }
+    PluginSpec {
+        id: id.into(),
+        wasm: std::fs::read(wasm).unwrap(),
+        origin: wasm.display().to_string(),
+        grant: cheng_host::grant::Grant::none(),
+    }
 }
 
 /// The `cheng` binary, with a shared state dir and no inherited config.

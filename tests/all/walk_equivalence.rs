@@ -69,13 +69,16 @@ async fn find_files_lists_what_ripgrep_lists() {
     let h = util::host("", vec![]).await;
     let r = h.call(&Context::new(ws.path()), "find_files", json!({"pattern": "**/*"})).await;
     assert_eq!(r.status, Status::Ok);
-    let ours: Vec<String> = r.output["paths"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_string()).collect();
+    let ours: Vec<String> =
+        r.output["paths"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_string()).collect();
     let theirs = rg(ws.path(), &["--files"]);
     assert!(theirs.len() > 90, "{theirs:?}");
     assert_eq!(ours, theirs);
     // With ignore rules off, both list the ignored files too (hidden ones still skipped).
-    let r = h.call(&Context::new(ws.path()), "find_files", json!({"pattern": "**/*", "respect_gitignore": false})).await;
-    let ours: Vec<String> = r.output["paths"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_string()).collect();
+    let r =
+        h.call(&Context::new(ws.path()), "find_files", json!({"pattern": "**/*", "respect_gitignore": false})).await;
+    let ours: Vec<String> =
+        r.output["paths"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_string()).collect();
     assert_eq!(ours, rg(ws.path(), &["--files", "--no-ignore"]));
 }
 
@@ -87,11 +90,17 @@ async fn search_files_matches_what_ripgrep_matches() {
     let ws = tree();
     let h = util::host("", vec![]).await;
     for (input, args) in [
-        (json!({"pattern": "needle", "literal": true, "max_matches": 2000}), vec!["-n", "--no-heading", "-F", "needle"]),
+        (
+            json!({"pattern": "needle", "literal": true, "max_matches": 2000}),
+            vec!["-n", "--no-heading", "-F", "needle"],
+        ),
         (json!({"pattern": r"[Nn]eedle \d+", "max_matches": 2000}), vec!["-n", "--no-heading", r"[Nn]eedle \d+"]),
         // ripgrep's -g is an override (it can bring ignored files back); our glob only
         // narrows, so compare with ripgrep's unfiltered matches narrowed to *.rs.
-        (json!({"pattern": "NEEDLE", "case_insensitive": true, "glob": "*.rs", "max_matches": 2000}), vec!["-n", "--no-heading", "-i", "NEEDLE"]),
+        (
+            json!({"pattern": "NEEDLE", "case_insensitive": true, "glob": "*.rs", "max_matches": 2000}),
+            vec!["-n", "--no-heading", "-i", "NEEDLE"],
+        ),
     ] {
         let r = h.call(&Context::new(ws.path()), "search_files", input.clone()).await;
         assert_eq!(r.status, Status::Ok, "{}", r.output);

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use cheng_host::approvals::{ApproveAll, RefuseAll};
 use cheng_host::policy::Config;
 use cheng_host::{Context, ErrorKind, Host, HostBuilder, Status, ToolResult};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::util;
 
@@ -55,7 +55,11 @@ fn first(o: &Value) -> (String, String, String) {
 
 /// Whether some evidence names `file` at `line`.
 fn has_evidence(o: &Value, file: &str, line: Option<u64>) -> bool {
-    o["detected_project"]["evidence"].as_array().unwrap().iter().any(|e| e["file"] == file && (line.is_none() || e["line"].as_u64() == line))
+    o["detected_project"]["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["file"] == file && (line.is_none() || e["line"].as_u64() == line))
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -78,14 +82,23 @@ async fn detect_each_ecosystem() {
         ),
         (
             "npm + jest",
-            vec![("package.json", "{\n  \"name\": \"x\",\n  \"scripts\": {\n    \"test\": \"jest --ci\"\n  },\n  \"devDependencies\": { \"jest\": \"^29\" }\n}\n"), ("package-lock.json", "{}")],
+            vec![
+                (
+                    "package.json",
+                    "{\n  \"name\": \"x\",\n  \"scripts\": {\n    \"test\": \"jest --ci\"\n  },\n  \"devDependencies\": { \"jest\": \"^29\" }\n}\n",
+                ),
+                ("package-lock.json", "{}"),
+            ],
             "jest",
             "npm test",
             ("package.json", Some(4)),
         ),
         (
             "pnpm by packageManager",
-            vec![("package.json", "{\n  \"packageManager\": \"pnpm@9.1.0\",\n  \"scripts\": { \"test\": \"vitest run\" }\n}\n")],
+            vec![(
+                "package.json",
+                "{\n  \"packageManager\": \"pnpm@9.1.0\",\n  \"scripts\": { \"test\": \"vitest run\" }\n}\n",
+            )],
             "vitest",
             "pnpm test",
             ("package.json", Some(2)),
@@ -99,14 +112,20 @@ async fn detect_each_ecosystem() {
         ),
         (
             "npm placeholder script is ignored",
-            vec![("package.json", "{\n \"scripts\": { \"test\": \"echo \\\"Error: no test specified\\\" && exit 1\" },\n \"devDependencies\": { \"jest\": \"1\" }\n}\n")],
+            vec![(
+                "package.json",
+                "{\n \"scripts\": { \"test\": \"echo \\\"Error: no test specified\\\" && exit 1\" },\n \"devDependencies\": { \"jest\": \"1\" }\n}\n",
+            )],
             "jest",
             "npx jest",
             ("package.json", Some(3)),
         ),
         (
             "pyproject pytest",
-            vec![("pyproject.toml", "[project]\nname = \"x\"\n\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n"), ("tests/test_a.py", "def test_a():\n    pass\n")],
+            vec![
+                ("pyproject.toml", "[project]\nname = \"x\"\n\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n"),
+                ("tests/test_a.py", "def test_a():\n    pass\n"),
+            ],
             "pytest",
             "python3 -m pytest",
             ("pyproject.toml", Some(4)),
@@ -132,9 +151,27 @@ async fn detect_each_ecosystem() {
             "python3 -m unittest",
             ("test_b.py", Some(2)),
         ),
-        ("go module", vec![("go.mod", "module example.com/calc\n\ngo 1.22\n")], "go test", "go test ./...", ("go.mod", Some(1))),
-        ("maven wrapper", vec![("pom.xml", "<project></project>\n"), ("mvnw", "#!/bin/sh\n")], "maven", "./mvnw test", ("mvnw", None)),
-        ("gradle", vec![("build.gradle.kts", "plugins { java }\n")], "gradle", "gradle test", ("build.gradle.kts", None)),
+        (
+            "go module",
+            vec![("go.mod", "module example.com/calc\n\ngo 1.22\n")],
+            "go test",
+            "go test ./...",
+            ("go.mod", Some(1)),
+        ),
+        (
+            "maven wrapper",
+            vec![("pom.xml", "<project></project>\n"), ("mvnw", "#!/bin/sh\n")],
+            "maven",
+            "./mvnw test",
+            ("mvnw", None),
+        ),
+        (
+            "gradle",
+            vec![("build.gradle.kts", "plugins { java }\n")],
+            "gradle",
+            "gradle test",
+            ("build.gradle.kts", None),
+        ),
     ];
     for (what, files, runner, line, (ev_file, ev_line)) in cases {
         let ws = tempfile::tempdir().unwrap();
@@ -197,7 +234,11 @@ fn rust_crate(root: &Path) {
 }
 
 fn failure_at(r: &ToolResult, file: &str, line: u64) -> bool {
-    r.output["failure_summary"].as_array().unwrap().iter().any(|f| f["file"].as_str().is_some_and(|x| x.ends_with(file)) && f["line"] == line)
+    r.output["failure_summary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["file"].as_str().is_some_and(|x| x.ends_with(file)) && f["line"] == line)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -205,7 +246,13 @@ async fn run_a_rust_crate() {
     let h = host(true).await;
     let ws = tempfile::tempdir().unwrap();
     rust_crate(ws.path());
-    let r = h.call(&Context::new(ws.path()), "workspace_tests", json!({"operation": "run", "command": "cargo", "args": ["test"]})).await;
+    let r = h
+        .call(
+            &Context::new(ws.path()),
+            "workspace_tests",
+            json!({"operation": "run", "command": "cargo", "args": ["test"]}),
+        )
+        .await;
     assert_eq!(r.status, Status::Ok, "{}", r.output);
     let o = &r.output;
     assert_eq!((o["passed"].as_u64(), o["failed"].as_u64()), (Some(1), Some(1)), "{o}");
@@ -220,7 +267,13 @@ async fn unapproved_run_changes_nothing() {
     let h = host(false).await;
     let ws = tempfile::tempdir().unwrap();
     rust_crate(ws.path());
-    let r = h.call(&Context::new(ws.path()), "workspace_tests", json!({"operation": "run", "command": "cargo", "args": ["test"]})).await;
+    let r = h
+        .call(
+            &Context::new(ws.path()),
+            "workspace_tests",
+            json!({"operation": "run", "command": "cargo", "args": ["test"]}),
+        )
+        .await;
     assert_eq!(r.error_kind, Some(ErrorKind::ApprovalDenied), "{}", r.output);
     assert_eq!(r.status, Status::Denied);
     assert!(r.output["error"].as_str().unwrap().contains("declined"));
@@ -243,16 +296,28 @@ fn available(what: &str, ok: bool) -> bool {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn run_a_pytest_project() {
-    let has = std::process::Command::new("python3").args(["-m", "pytest", "--version"]).output().is_ok_and(|o| o.status.success());
+    let has = std::process::Command::new("python3")
+        .args(["-m", "pytest", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !available("pytest", has) {
         return;
     }
     let h = host(true).await;
     let ws = tempfile::tempdir().unwrap();
-    write(ws.path(), &[("tests/test_calc.py", "def test_ok():\n    assert 1 + 1 == 2\n\ndef test_bad():\n    assert 2 + 2 == 5\n")]);
+    write(
+        ws.path(),
+        &[("tests/test_calc.py", "def test_ok():\n    assert 1 + 1 == 2\n\ndef test_bad():\n    assert 2 + 2 == 5\n")],
+    );
     let d = detect(&h, ws.path(), None).await;
     let s = &d["detected_project"]["suggested_commands"][0];
-    let r = h.call(&Context::new(ws.path()), "workspace_tests", json!({"operation": "run", "command": s["command"], "args": s["args"]})).await;
+    let r = h
+        .call(
+            &Context::new(ws.path()),
+            "workspace_tests",
+            json!({"operation": "run", "command": s["command"], "args": s["args"]}),
+        )
+        .await;
     let o = &r.output;
     assert_eq!((o["passed"].as_u64(), o["failed"].as_u64()), (Some(1), Some(1)), "{o}");
     assert!(failure_at(&r, "tests/test_calc.py", 5), "{o}");
@@ -273,15 +338,27 @@ async fn run_vitest_and_jest_projects() {
     write(
         ws.path(),
         &[
-            ("package.json", "{ \"name\": \"v\", \"type\": \"module\", \"scripts\": { \"test\": \"vitest run\" }, \"devDependencies\": { \"vitest\": \"^3\" } }\n"),
+            (
+                "package.json",
+                "{ \"name\": \"v\", \"type\": \"module\", \"scripts\": { \"test\": \"vitest run\" }, \"devDependencies\": { \"vitest\": \"^3\" } }\n",
+            ),
             ("sum.js", "export function sum(a, b) { return a + b; }\n"),
-            ("sum.test.js", "import { test, expect } from 'vitest';\nimport { sum } from './sum.js';\ntest('adds', () => { expect(sum(1, 2)).toBe(3); });\ntest('fails', () => {\n  expect(sum(2, 2)).toBe(5);\n});\n"),
+            (
+                "sum.test.js",
+                "import { test, expect } from 'vitest';\nimport { sum } from './sum.js';\ntest('adds', () => { expect(sum(1, 2)).toBe(3); });\ntest('fails', () => {\n  expect(sum(2, 2)).toBe(5);\n});\n",
+            ),
         ],
     );
     std::os::unix::fs::symlink(&modules, ws.path().join("node_modules")).unwrap();
     let d = detect(&h, ws.path(), None).await;
     assert_eq!(first(&d).0, "vitest", "{d}");
-    let r = h.call(&Context::new(ws.path()), "workspace_tests", json!({"operation": "run", "command": "npx", "args": ["vitest", "run"]})).await;
+    let r = h
+        .call(
+            &Context::new(ws.path()),
+            "workspace_tests",
+            json!({"operation": "run", "command": "npx", "args": ["vitest", "run"]}),
+        )
+        .await;
     let o = &r.output;
     assert_eq!((o["passed"].as_u64(), o["failed"].as_u64()), (Some(1), Some(1)), "{o}");
     assert!(failure_at(&r, "sum.test.js", 5), "{o}");
@@ -292,11 +369,20 @@ async fn run_vitest_and_jest_projects() {
         &[
             ("package.json", "{ \"name\": \"j\", \"scripts\": { \"test\": \"jest\" } }\n"),
             ("sum.js", "module.exports = { sum: (a, b) => a + b };\n"),
-            ("sum.test.js", "const { sum } = require('./sum');\ntest('adds', () => { expect(sum(1, 2)).toBe(3); });\ntest('fails', () => {\n  expect(sum(2, 2)).toBe(5);\n});\n"),
+            (
+                "sum.test.js",
+                "const { sum } = require('./sum');\ntest('adds', () => { expect(sum(1, 2)).toBe(3); });\ntest('fails', () => {\n  expect(sum(2, 2)).toBe(5);\n});\n",
+            ),
         ],
     );
     std::os::unix::fs::symlink(&modules, ws.path().join("node_modules")).unwrap();
-    let r = h.call(&Context::new(ws.path()), "workspace_tests", json!({"operation": "run", "command": "npm", "args": ["test"]})).await;
+    let r = h
+        .call(
+            &Context::new(ws.path()),
+            "workspace_tests",
+            json!({"operation": "run", "command": "npm", "args": ["test"]}),
+        )
+        .await;
     let o = &r.output;
     assert_eq!(o["runner"], "jest", "{o}");
     assert_eq!((o["passed"].as_u64(), o["failed"].as_u64()), (Some(1), Some(1)), "{o}");

@@ -20,9 +20,7 @@ pub struct OnlyLs;
 
 impl Approver for OnlyLs {
     fn decide<'a>(&'a self, req: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
-        Box::pin(async move {
-            if req.summary.starts_with("ls") { Decision::Approved } else { Decision::Declined }
-        })
+        Box::pin(async move { if req.summary.starts_with("ls") { Decision::Approved } else { Decision::Declined } })
     }
 }
 

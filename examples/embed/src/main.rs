@@ -7,7 +7,8 @@
 async fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let workspace = args.next().unwrap_or_else(|| ".".into());
-    let plugin = args.next().unwrap_or_else(|| "examples/hello-tool/target/wasm32-wasip2/release/hello_tool.wasm".into());
+    let plugin =
+        args.next().unwrap_or_else(|| "examples/hello-tool/target/wasm32-wasip2/release/hello_tool.wasm".into());
     for o in cheng_embed_example::run(workspace.as_ref(), plugin.as_ref()).await? {
         let r = &o.result;
         println!("{:<22} {:<7} {:?}: {}", o.label, format!("{:?}", r.status), r.error_kind, r.output["summary"]);

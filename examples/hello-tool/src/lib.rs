@@ -1,7 +1,13 @@
 use cheng_sdk::prelude::*;
 
-#[cheng_sdk::schema] struct Input { name: String }
-#[cheng_sdk::schema] struct Output { greeting: String }
+#[cheng_sdk::schema]
+struct Input {
+    name: String,
+}
+#[cheng_sdk::schema]
+struct Output {
+    greeting: String,
+}
 
 struct Hello;
 impl Tool for Hello {
@@ -9,6 +15,8 @@ impl Tool for Hello {
     const DESCRIPTION: &'static str = "Greets someone by name.";
     type Input = Input;
     type Output = Output;
-    fn run(i: Input, _: &Context) -> Result<Output, Failure> { Ok(Output { greeting: format!("Hello, {}!", i.name) }) }
+    fn run(i: Input, _: &Context) -> Result<Output, Failure> {
+        Ok(Output { greeting: format!("Hello, {}!", i.name) })
+    }
 }
 cheng_sdk::export_tools!(Hello);

@@ -94,7 +94,8 @@ impl Tool for WordCount {
             total.bytes += c.bytes;
             files.push(c);
         }
-        let summary = format!("{} files: {} lines, {} words, {} bytes", files.len(), total.lines, total.words, total.bytes);
+        let summary =
+            format!("{} files: {} lines, {} words, {} bytes", files.len(), total.lines, total.words, total.bytes);
         Ok(Output { success: true, summary, files, total, skipped_binary })
     }
 }

@@ -101,9 +101,7 @@ impl GuestBuild {
             .stderr(Stdio::inherit());
         clean_env(&mut cmd);
         cmd.env("CARGO_TARGET_DIR", target_dir);
-        let out = cmd
-            .output()
-            .map_err(|e| format!("could not run `{cargo} build` for the guest components: {e}"))?;
+        let out = cmd.output().map_err(|e| format!("could not run `{cargo} build` for the guest components: {e}"))?;
         if !out.status.success() {
             return Err(format!(
                 "building the guest components in {} failed (see the compiler output above)",
@@ -136,16 +134,11 @@ impl GuestBuild {
     /// workspace directory itself is not watched whole, so a stray `target/` inside it
     /// cannot cause rebuilds.
     fn watch_list(&self) -> Vec<PathBuf> {
-        let mut list = vec![
-            self.workspace.join("Cargo.toml"),
-            self.workspace.join("Cargo.lock"),
-            self.workspace.join(".cargo"),
-        ];
+        let mut list =
+            vec![self.workspace.join("Cargo.toml"), self.workspace.join("Cargo.lock"), self.workspace.join(".cargo")];
         if let Ok(entries) = std::fs::read_dir(&self.workspace) {
-            let mut members: Vec<PathBuf> = entries
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.join("Cargo.toml").is_file())
-                .collect();
+            let mut members: Vec<PathBuf> =
+                entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.join("Cargo.toml").is_file()).collect();
             members.sort();
             for m in members {
                 list.push(m.join("Cargo.toml"));
@@ -186,8 +179,20 @@ pub fn clean_env(cmd: &mut Command) {
             || key.starts_with("RUSTC")
             || matches!(
                 key,
-                "RUSTFLAGS" | "RUSTDOC" | "RUSTDOCFLAGS" | "TARGET" | "HOST" | "OUT_DIR" | "OPT_LEVEL"
-                    | "PROFILE" | "DEBUG" | "NUM_JOBS" | "CC" | "CFLAGS" | "CXX" | "CXXFLAGS"
+                "RUSTFLAGS"
+                    | "RUSTDOC"
+                    | "RUSTDOCFLAGS"
+                    | "TARGET"
+                    | "HOST"
+                    | "OUT_DIR"
+                    | "OPT_LEVEL"
+                    | "PROFILE"
+                    | "DEBUG"
+                    | "NUM_JOBS"
+                    | "CC"
+                    | "CFLAGS"
+                    | "CXX"
+                    | "CXXFLAGS"
             );
         if outer {
             cmd.env_remove(key);
@@ -227,8 +232,7 @@ fn target_installed() -> bool {
     match out {
         Ok(o) if o.status.success() => {
             let dir = String::from_utf8_lossy(&o.stdout).trim().to_string();
-            Path::new(&dir).is_dir()
-                && std::fs::read_dir(&dir).map(|mut d| d.next().is_some()).unwrap_or(false)
+            Path::new(&dir).is_dir() && std::fs::read_dir(&dir).map(|mut d| d.next().is_some()).unwrap_or(false)
         }
         _ => false,
     }

@@ -131,14 +131,10 @@ impl Guard {
         let resolved = std::fs::canonicalize(root).map_err(|e| GuardError::NotFound {
             message: format!("The workspace \"{}\" cannot be opened: {e}", root.display()),
         })?;
-        let root_fd = rustix::fs::open(
-            &resolved,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| GuardError::NotFound {
-            message: format!("The workspace \"{}\" is not a directory: {e}", root.display()),
-        })?;
+        let root_fd = rustix::fs::open(&resolved, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| GuardError::NotFound {
+                message: format!("The workspace \"{}\" is not a directory: {e}", root.display()),
+            })?;
         let root_str = resolved.to_string_lossy().into_owned();
         Ok(Guard { root: resolved, root_str, root_fd })
     }
@@ -150,10 +146,8 @@ impl Guard {
 
     /// Resolve `path` (as a model sent it) to an existing file or directory.
     pub fn open(&self, path: &str) -> Result<Opened, GuardError> {
-        let rel = lexical(path, &self.root_str).map_err(|refusal| GuardError::Lexical {
-            refusal,
-            message: refusal.message(path, &self.root_str),
-        })?;
+        let rel = lexical(path, &self.root_str)
+            .map_err(|refusal| GuardError::Lexical { refusal, message: refusal.message(path, &self.root_str) })?;
         let fd = self.open_beneath(rel.as_str()).map_err(|e| self.explain(path, rel.as_str(), e))?;
         if rel.trailing_slash() {
             let st = rustix::fs::fstat(&fd).map_err(|e| self.explain(path, rel.as_str(), e))?;
@@ -191,10 +185,8 @@ impl Guard {
         #[cfg(target_os = "linux")]
         {
             use rustix::fs::ResolveFlags;
-            let flags = ResolveFlags::BENEATH
-                | ResolveFlags::NO_SYMLINKS
-                | ResolveFlags::NO_XDEV
-                | ResolveFlags::NO_MAGICLINKS;
+            let flags =
+                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_XDEV | ResolveFlags::NO_MAGICLINKS;
             for _ in 0..8 {
                 match rustix::fs::openat2(
                     self.root_fd.as_fd(),
@@ -220,9 +212,7 @@ impl Guard {
     /// Turn a resolution error into the message a model sees.
     fn explain(&self, path: &str, rel: &str, e: Errno) -> GuardError {
         match e {
-            Errno::NOENT | Errno::NOTDIR => {
-                GuardError::NotFound { message: not_found_message(path) }
-            }
+            Errno::NOENT | Errno::NOTDIR => GuardError::NotFound { message: not_found_message(path) },
             Errno::LOOP => {
                 let link = self.first_symlink(rel).unwrap_or_else(|| rel.to_string());
                 GuardError::Symlink { message: symlink_message(path, &link, &self.root_str) }
@@ -235,7 +225,11 @@ impl Guard {
                 ),
             },
             other => GuardError::Io {
-                message: format!("cannot open \"{}\": {}", cheng_path_rules::display_path(path), std::io::Error::from(other)),
+                message: format!(
+                    "cannot open \"{}\": {}",
+                    cheng_path_rules::display_path(path),
+                    std::io::Error::from(other)
+                ),
             },
         }
     }

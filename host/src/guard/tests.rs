@@ -86,7 +86,10 @@ fn escapes_and_forms_are_refused_with_the_root_quoted() {
     let root = g.root().display().to_string();
     // Parent escapes, even when they come back in.
     let e = refused(&g, "../proj/src/main.rs");
-    assert_eq!(e.to_string(), format!("Refusing path \"../proj/src/main.rs\": it escapes the workspace root \"{root}\""));
+    assert_eq!(
+        e.to_string(),
+        format!("Refusing path \"../proj/src/main.rs\": it escapes the workspace root \"{root}\"")
+    );
     // A sibling with the same prefix is outside.
     let sibling = format!("{}2/secret", root);
     assert!(matches!(refused(&g, &sibling), GuardError::Lexical { refusal: Refusal::Escapes, .. }));
@@ -107,7 +110,13 @@ fn every_symlink_is_refused() {
         assert!(matches!(refused(&g, p), GuardError::Symlink { .. }), "{p}");
     }
     // Pointing in, chained, looping, dangling: all refused, with the link named.
-    for (p, link) in [("in_dir/main.rs", "in_dir"), ("src/in_file", "src/in_file"), ("chain/main.rs", "chain"), ("loop_a", "loop_a"), ("dangling", "dangling")] {
+    for (p, link) in [
+        ("in_dir/main.rs", "in_dir"),
+        ("src/in_file", "src/in_file"),
+        ("chain/main.rs", "chain"),
+        ("loop_a", "loop_a"),
+        ("dangling", "dangling"),
+    ] {
         let e = refused(&g, p);
         assert!(matches!(e, GuardError::Symlink { .. }), "{p}: {e}");
         assert!(e.to_string().contains(&format!("symbolic link \"{link}\"")), "{e}");
@@ -184,8 +193,26 @@ fn property_guard_agrees_with_the_kernel() {
     let cases: usize = std::env::var("CHENG_GUARD_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(CASES);
     let mut rng = Rng(0x5eed_cafe_f00d_d00d);
     let segs = [
-        "src", "deep", "main.rs", "x.txt", "docs", "..", ".", "rel_out", "abs_out", "in_dir", "chain",
-        "loop_a", "dangling", "file_out", "in_file", "secret", "nope", "my file.txt", "trailing.", "",
+        "src",
+        "deep",
+        "main.rs",
+        "x.txt",
+        "docs",
+        "..",
+        ".",
+        "rel_out",
+        "abs_out",
+        "in_dir",
+        "chain",
+        "loop_a",
+        "dangling",
+        "file_out",
+        "in_file",
+        "secret",
+        "nope",
+        "my file.txt",
+        "trailing.",
+        "",
     ];
     let mut disagreements = Vec::new();
     for _ in 0..cases {
@@ -234,5 +261,10 @@ fn property_guard_agrees_with_the_kernel() {
             }
         }
     }
-    assert!(disagreements.is_empty(), "{} disagreements of {cases}:\n{}", disagreements.len(), disagreements[..disagreements.len().min(20)].join("\n"));
+    assert!(
+        disagreements.is_empty(),
+        "{} disagreements of {cases}:\n{}",
+        disagreements.len(),
+        disagreements[..disagreements.len().min(20)].join("\n")
+    );
 }

@@ -149,14 +149,20 @@ impl Guard {
         // A real directory handle (O_PATH handles cannot be synced).
         let dirfd = rustix::fs::openat(&fd, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
             .map_err(|e| match e {
-                Errno::NOTDIR => WriteError::Invalid(format!("\"{dir}\" is not a directory")),
-                e => io("open the directory", &dir, e),
-            })?;
+            Errno::NOTDIR => WriteError::Invalid(format!("\"{dir}\" is not a directory")),
+            e => io("open the directory", &dir, e),
+        })?;
         Ok((dirfd, name, norm))
     }
 
     /// Write `contents` to `path` atomically (see the module docs).
-    pub fn write_atomic(&self, path: &str, contents: &[u8], create_dirs: bool, overwrite: bool) -> Result<Written, WriteError> {
+    pub fn write_atomic(
+        &self,
+        path: &str,
+        contents: &[u8],
+        create_dirs: bool,
+        overwrite: bool,
+    ) -> Result<Written, WriteError> {
         let (dir, name, norm) = self.parent_of(path, create_dirs)?;
         // The target as it is now: its mode to keep, and what it is.
         let existing = match rustix::fs::statat(&dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
@@ -180,8 +186,13 @@ impl Guard {
             Err(e) => return Err(io("inspect", &norm, e)),
         };
         let mode = existing.unwrap_or(0o644);
-        let tmp = rustix::fs::openat(&dir, ".", OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC, Mode::from_raw_mode(mode))
-            .map_err(|e| io("create a temporary file beside", &norm, e))?;
+        let tmp = rustix::fs::openat(
+            &dir,
+            ".",
+            OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC,
+            Mode::from_raw_mode(mode),
+        )
+        .map_err(|e| io("create a temporary file beside", &norm, e))?;
         failpoint("tmpfile");
         let mut file = std::fs::File::from(tmp);
         file.write_all(contents).map_err(|e| WriteError::Io(format!("cannot write \"{norm}\": {e}")))?;
@@ -192,16 +203,19 @@ impl Guard {
         failpoint("synced");
         let by_fd = format!("/proc/self/fd/{}", file.as_raw_fd());
         let created = match existing {
-            None => match rustix::fs::linkat(rustix::fs::CWD, by_fd.as_str(), &dir, name.as_str(), AtFlags::SYMLINK_FOLLOW) {
-                Ok(()) => true,
-                Err(Errno::EXIST) if overwrite => {
-                    // Created meanwhile by someone else: replace it like an existing file.
-                    self.replace(&dir, &name, &by_fd, &norm)?;
-                    false
+            None => {
+                match rustix::fs::linkat(rustix::fs::CWD, by_fd.as_str(), &dir, name.as_str(), AtFlags::SYMLINK_FOLLOW)
+                {
+                    Ok(()) => true,
+                    Err(Errno::EXIST) if overwrite => {
+                        // Created meanwhile by someone else: replace it like an existing file.
+                        self.replace(&dir, &name, &by_fd, &norm)?;
+                        false
+                    }
+                    Err(Errno::EXIST) => return Err(WriteError::Exists(norm)),
+                    Err(e) => return Err(io("create", &norm, e)),
                 }
-                Err(Errno::EXIST) => return Err(WriteError::Exists(norm)),
-                Err(e) => return Err(io("create", &norm, e)),
-            },
+            }
             Some(_) => {
                 self.replace(&dir, &name, &by_fd, &norm)?;
                 false
@@ -251,13 +265,18 @@ impl Guard {
     /// The listing both of the above share: an entry is `lstat`ed when `want_stat`
     /// says so for its kind from the listing (`Unknown` when the filesystem does not
     /// give kinds); entries that vanish between the listing and the stat are skipped.
-    fn list(&self, path: &str, want_stat: impl Fn(rustix::fs::FileType) -> bool) -> Result<Vec<(DirEntry, Option<rustix::fs::Stat>)>, WriteError> {
+    fn list(
+        &self,
+        path: &str,
+        want_stat: impl Fn(rustix::fs::FileType) -> bool,
+    ) -> Result<Vec<(DirEntry, Option<rustix::fs::Stat>)>, WriteError> {
         let opened = self.open(path)?;
-        let dir = rustix::fs::openat(&opened.fd, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-            .map_err(|e| match e {
-                Errno::NOTDIR => WriteError::Invalid(format!("\"{path}\" is not a directory")),
-                e => io("open the directory", path, e),
-            })?;
+        let dir =
+            rustix::fs::openat(&opened.fd, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+                .map_err(|e| match e {
+                    Errno::NOTDIR => WriteError::Invalid(format!("\"{path}\" is not a directory")),
+                    e => io("open the directory", path, e),
+                })?;
         let mut entries = Vec::new();
         let mut iter = rustix::fs::Dir::read_from(&dir).map_err(|e| io("list", path, e))?;
         while let Some(ent) = iter.next() {
@@ -301,7 +320,9 @@ impl Guard {
     pub fn remove_file(&self, path: &str) -> Result<(), WriteError> {
         let (dir, name, norm) = self.parent_of(path, false)?;
         let st = rustix::fs::statat(&dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW).map_err(|e| match e {
-            Errno::NOENT => WriteError::Guard(GuardError::NotFound { message: cheng_path_rules::not_found_message(path) }),
+            Errno::NOENT => {
+                WriteError::Guard(GuardError::NotFound { message: cheng_path_rules::not_found_message(path) })
+            }
             e => io("inspect", &norm, e),
         })?;
         if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory {
@@ -340,12 +361,24 @@ mod tests {
         // Symlinks are refused, as the target and on the way.
         std::os::unix::fs::symlink("a.txt", dir.join("link")).unwrap();
         std::os::unix::fs::symlink("x", dir.join("dirlink")).unwrap();
-        assert!(matches!(g.write_atomic("link", b"!", false, true), Err(WriteError::Guard(GuardError::Symlink { .. }))));
-        assert!(matches!(g.write_atomic("dirlink/y/new", b"!", false, true), Err(WriteError::Guard(GuardError::Symlink { .. }))));
-        assert!(matches!(g.write_atomic("dirlink/q/new", b"!", true, true), Err(WriteError::Guard(GuardError::Symlink { .. }))));
+        assert!(matches!(
+            g.write_atomic("link", b"!", false, true),
+            Err(WriteError::Guard(GuardError::Symlink { .. }))
+        ));
+        assert!(matches!(
+            g.write_atomic("dirlink/y/new", b"!", false, true),
+            Err(WriteError::Guard(GuardError::Symlink { .. }))
+        ));
+        assert!(matches!(
+            g.write_atomic("dirlink/q/new", b"!", true, true),
+            Err(WriteError::Guard(GuardError::Symlink { .. }))
+        ));
         assert!(!dir.join("x/q").exists());
         // Escapes are refused.
-        assert!(matches!(g.write_atomic("../evil", b"!", true, true), Err(WriteError::Guard(GuardError::Lexical { .. }))));
+        assert!(matches!(
+            g.write_atomic("../evil", b"!", true, true),
+            Err(WriteError::Guard(GuardError::Lexical { .. }))
+        ));
         // No temporary file is left anywhere.
         let leftovers: Vec<_> = walk(&dir).into_iter().filter(|p| p.contains("cheng-tmp")).collect();
         assert!(leftovers.is_empty(), "{leftovers:?}");
@@ -358,10 +391,18 @@ mod tests {
         // The same listing with each entry's lstat, matching std's.
         use std::os::unix::fs::MetadataExt;
         let st = g.read_dir_stat(".").unwrap();
-        assert_eq!(st.iter().map(|(e, _)| e.name.clone()).collect::<Vec<_>>(), l.iter().map(|e| e.name.clone()).collect::<Vec<_>>());
+        assert_eq!(
+            st.iter().map(|(e, _)| e.name.clone()).collect::<Vec<_>>(),
+            l.iter().map(|e| e.name.clone()).collect::<Vec<_>>()
+        );
         for (e, s) in &st {
             let m = std::fs::symlink_metadata(dir.join(&e.name)).unwrap();
-            assert_eq!((s.st_ino as u64, s.st_mode as u32, s.st_size as u64), (m.ino(), m.mode(), m.size()), "{}", e.name);
+            assert_eq!(
+                (s.st_ino as u64, s.st_mode as u32, s.st_size as u64),
+                (m.ino(), m.mode(), m.size()),
+                "{}",
+                e.name
+            );
             assert_eq!((s.st_mtime as i64, s.st_mtime_nsec as i64), (m.mtime(), m.mtime_nsec()), "{}", e.name);
         }
         assert!(g.read_dir_stat("a.txt").is_err());

@@ -42,14 +42,8 @@ pub const RECON_TOOLS: &[&str] = &[
 /// Tools the built-in `writer` role adds to `recon`: document writing.
 pub const WRITER_EXTRA: &[&str] = &["write_file"];
 /// Tools the built-in `developer` role adds to `writer`.
-pub const DEVELOPER_EXTRA: &[&str] = &[
-    "edit_file",
-    "apply_patch",
-    "workspace_shell",
-    "workspace_tests",
-    "web_fetch",
-    "web_search",
-];
+pub const DEVELOPER_EXTRA: &[&str] =
+    &["edit_file", "apply_patch", "workspace_shell", "workspace_tests", "web_fetch", "web_search"];
 /// The role used when neither the CLI nor the config names one.
 pub const DEFAULT_ROLE: &str = "developer";
 /// Default memory limit per call, in MiB.
@@ -280,10 +274,8 @@ impl Config {
     }
 
     fn parse(text: &str, origin: &str, source: Option<PathBuf>) -> Result<Config, ConfigError> {
-        let mut cfg: Config = toml::from_str(text).map_err(|e| ConfigError {
-            path: origin.to_string(),
-            message: describe_toml_error(text, &e),
-        })?;
+        let mut cfg: Config = toml::from_str(text)
+            .map_err(|e| ConfigError { path: origin.to_string(), message: describe_toml_error(text, &e) })?;
         cfg.source = source;
         cfg.policy()?;
         if let Err(message) = cfg.process.validate() {
@@ -297,10 +289,8 @@ impl Config {
 
     /// Read and parse a configuration file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            path: path.display().to_string(),
-            message: format!("cannot read it: {e}"),
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError { path: path.display().to_string(), message: format!("cannot read it: {e}") })?;
         let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         Self::parse(&text, &path.display().to_string(), Some(abs))
     }
@@ -321,7 +311,11 @@ impl Config {
         let int = |key: &str| -> Result<Option<u64>, ConfigError> {
             match t.get(key) {
                 None => Ok(None),
-                Some(v) => v.as_integer().filter(|i| *i > 0).map(|i| Some(i as u64)).ok_or_else(|| err(key, "a positive integer")),
+                Some(v) => v
+                    .as_integer()
+                    .filter(|i| *i > 0)
+                    .map(|i| Some(i as u64))
+                    .ok_or_else(|| err(key, "a positive integer")),
             }
         };
         let fs = match t.get("fs") {
@@ -360,24 +354,15 @@ pub struct Policy {
 
 impl Policy {
     fn from_config(cfg: &Config) -> Result<Policy, ConfigError> {
-        let origin = cfg
-            .source
-            .as_ref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|| "(built-in defaults)".to_string());
+        let origin =
+            cfg.source.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "(built-in defaults)".to_string());
         let err = |message: String| ConfigError { path: origin.clone(), message };
 
         let mut defs: BTreeMap<String, RoleConfig> = BTreeMap::new();
         let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         defs.insert("recon".into(), RoleConfig { inherits: None, tools: set(RECON_TOOLS) });
-        defs.insert(
-            "writer".into(),
-            RoleConfig { inherits: Some("recon".into()), tools: set(WRITER_EXTRA) },
-        );
-        defs.insert(
-            "developer".into(),
-            RoleConfig { inherits: Some("writer".into()), tools: set(DEVELOPER_EXTRA) },
-        );
+        defs.insert("writer".into(), RoleConfig { inherits: Some("recon".into()), tools: set(WRITER_EXTRA) });
+        defs.insert("developer".into(), RoleConfig { inherits: Some("writer".into()), tools: set(DEVELOPER_EXTRA) });
         for (name, role) in &cfg.roles {
             if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
                 return Err(err(format!("role name \"{name}\" must be letters, digits, '-' or '_'")));
@@ -470,11 +455,8 @@ mod tests {
         let e = Config::from_toml_str("\n\nbogus = true\n", "x.toml").unwrap_err();
         assert!(e.to_string().contains("line 3"), "{e}");
         // An inheritance cycle is refused.
-        let e = Config::from_toml_str(
-            "[roles.a]\ninherits = \"b\"\n[roles.b]\ninherits = \"a\"\n",
-            "x.toml",
-        )
-        .unwrap_err();
+        let e =
+            Config::from_toml_str("[roles.a]\ninherits = \"b\"\n[roles.b]\ninherits = \"a\"\n", "x.toml").unwrap_err();
         assert!(e.to_string().contains("cycle"), "{e}");
         // A default role that does not exist is refused.
         let e = Config::from_toml_str("default_role = \"nobody\"\n", "x.toml").unwrap_err();

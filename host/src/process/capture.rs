@@ -84,7 +84,15 @@ fn utf8_prefix_end(bytes: &[u8]) -> usize {
         if b & 0xC0 == 0x80 {
             continue; // continuation byte: keep looking for the lead byte
         }
-        let need = if b >= 0xF0 { 4 } else if b >= 0xE0 { 3 } else if b >= 0xC0 { 2 } else { 1 };
+        let need = if b >= 0xF0 {
+            4
+        } else if b >= 0xE0 {
+            3
+        } else if b >= 0xC0 {
+            2
+        } else {
+            1
+        };
         return if need > back { n - back } else { n };
     }
     n

@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::guard::Guard;
 use crate::ErrorKind;
+use crate::guard::Guard;
 
 /// Default wall-clock budget of a command.
 pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
@@ -60,10 +60,37 @@ pub const DEFAULT_WRITABLE: &[&str] = &[
 /// tool might start on its own, and anything that looks like a credential.
 pub fn env_never_passed(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    const EXACT: &[&str] =
-        &["PAGER", "EDITOR", "VISUAL", "BASH_ENV", "ENV", "NODE_OPTIONS", "PYTHONSTARTUP", "PERL5OPT", "RUBYOPT", "IFS", "PS4", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS"];
+    const EXACT: &[&str] = &[
+        "PAGER",
+        "EDITOR",
+        "VISUAL",
+        "BASH_ENV",
+        "ENV",
+        "NODE_OPTIONS",
+        "PYTHONSTARTUP",
+        "PERL5OPT",
+        "RUBYOPT",
+        "IFS",
+        "PS4",
+        "PROMPT_COMMAND",
+        "SHELLOPTS",
+        "BASHOPTS",
+    ];
     const PREFIX: &[&str] = &["LD_", "GIT_", "DYLD_"];
-    const CREDENTIAL: &[&str] = &["TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "API_KEY", "APIKEY", "PRIVATE_KEY", "ACCESS_KEY", "AUTH", "SESSION", "COOKIE"];
+    const CREDENTIAL: &[&str] = &[
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "API_KEY",
+        "APIKEY",
+        "PRIVATE_KEY",
+        "ACCESS_KEY",
+        "AUTH",
+        "SESSION",
+        "COOKIE",
+    ];
     EXACT.contains(&upper.as_str())
         || PREFIX.iter().any(|p| upper.starts_with(p))
         || CREDENTIAL.iter().any(|c| upper.contains(c))
@@ -208,7 +235,9 @@ impl ProcessConfig {
     pub fn validate(&self) -> Result<(), String> {
         for name in &self.env {
             if env_never_passed(name) {
-                return Err(format!("[process] env: \"{name}\" is never passed to commands (loader hooks, git variables and credentials are refused)"));
+                return Err(format!(
+                    "[process] env: \"{name}\" is never passed to commands (loader hooks, git variables and credentials are refused)"
+                ));
             }
             if name.is_empty() || name.contains('=') || name.contains('\0') {
                 return Err(format!("[process] env: \"{name}\" is not a variable name"));
@@ -386,16 +415,21 @@ impl Spawner {
         &self.cfg
     }
 
-
     /// Check `req` and resolve its program and working directory.
     pub fn prepare(&self, guard: &Guard, req: &Request) -> Result<Prepared, Refusal> {
         // 1. The words to run.
         let (words, via_shell) = match (&req.shell_string, req.command.trim().is_empty()) {
             (Some(_), false) => {
-                return Err(refuse(ErrorKind::InvalidArgument, "give either `command` (with `args`) or `shell_string`, not both"));
+                return Err(refuse(
+                    ErrorKind::InvalidArgument,
+                    "give either `command` (with `args`) or `shell_string`, not both",
+                ));
             }
             (None, true) => {
-                return Err(refuse(ErrorKind::InvalidArgument, "`command` is empty: name the program to run in `command` and its arguments in `args`"));
+                return Err(refuse(
+                    ErrorKind::InvalidArgument,
+                    "`command` is empty: name the program to run in `command` and its arguments in `args`",
+                ));
             }
             (None, false) => {
                 let mut w = vec![req.command.clone()];
@@ -426,7 +460,12 @@ impl Spawner {
                     Ok(Some(_)) => (vec!["sh".into(), "-c".into(), s.clone()], true),
                     Ok(None) => match shlex::split(s) {
                         Some(w) if !w.is_empty() => (w, false),
-                        _ => return Err(refuse(ErrorKind::InvalidArgument, "`shell_string` could not be split into words (an unclosed quote?)")),
+                        _ => {
+                            return Err(refuse(
+                                ErrorKind::InvalidArgument,
+                                "`shell_string` could not be split into words (an unclosed quote?)",
+                            ));
+                        }
                     },
                 }
             }
@@ -447,12 +486,18 @@ impl Spawner {
         if !self.whitelist.is_empty() && !self.whitelist.iter().any(|p| *p == name) {
             return Err(refuse(
                 ErrorKind::CommandNotAllowed,
-                format!("\"{name}\" is not in the operator's command whitelist ({}); use one of those programs or another tool", self.whitelist.join(", ")),
+                format!(
+                    "\"{name}\" is not in the operator's command whitelist ({}); use one of those programs or another tool",
+                    self.whitelist.join(", ")
+                ),
             ));
         }
         let decision = self.decide(&name, &words[1..]);
         if decision == RuleDecision::Forbid {
-            return Err(refuse(ErrorKind::CommandNotAllowed, format!("the operator's policy forbids running `{display}`; do not retry it, use another approach")));
+            return Err(refuse(
+                ErrorKind::CommandNotAllowed,
+                format!("the operator's policy forbids running `{display}`; do not retry it, use another approach"),
+            ));
         }
 
         // 3. The working directory, through the guard.
@@ -484,7 +529,11 @@ impl Spawner {
                 }
                 None => {
                     let p = PathBuf::from(&name);
-                    if is_executable(&p) { (p, None) } else { (p, Some(format!("\"{name}\" is not an executable file"))) }
+                    if is_executable(&p) {
+                        (p, None)
+                    } else {
+                        (p, Some(format!("\"{name}\" is not an executable file")))
+                    }
                 }
             }
         } else {
@@ -501,19 +550,31 @@ impl Spawner {
 
         // 5. The environment.
         let mut env: BTreeMap<String, String> = self.passthrough.clone();
-        let path: Vec<&Path> = self.path.iter().map(PathBuf::as_path).filter(|d| !d.starts_with(guard.root())).collect();
-        env.insert("PATH".into(), std::env::join_paths(path).ok().and_then(|p| p.into_string().ok()).unwrap_or_default());
+        let path: Vec<&Path> =
+            self.path.iter().map(PathBuf::as_path).filter(|d| !d.starts_with(guard.root())).collect();
+        env.insert(
+            "PATH".into(),
+            std::env::join_paths(path).ok().and_then(|p| p.into_string().ok()).unwrap_or_default(),
+        );
         for (k, v) in &req.env {
             if env_never_passed(k) {
-                return Err(refuse(ErrorKind::CommandNotAllowed, format!("environment variable \"{k}\" is never passed to commands; leave it out")));
+                return Err(refuse(
+                    ErrorKind::CommandNotAllowed,
+                    format!("environment variable \"{k}\" is never passed to commands; leave it out"),
+                ));
             }
             if k == "PATH" || k == "TMPDIR" {
-                return Err(refuse(ErrorKind::CommandNotAllowed, format!("environment variable \"{k}\" is set by the host; leave it out")));
+                return Err(refuse(
+                    ErrorKind::CommandNotAllowed,
+                    format!("environment variable \"{k}\" is set by the host; leave it out"),
+                ));
             }
             if !env_listed(&self.cfg, k) {
                 return Err(refuse(
                     ErrorKind::CommandNotAllowed,
-                    format!("environment variable \"{k}\" is not in the allowlist; the operator can add it under [process] env"),
+                    format!(
+                        "environment variable \"{k}\" is not in the allowlist; the operator can add it under [process] env"
+                    ),
                 ));
             }
             if k.is_empty() || k.contains('=') || k.contains('\0') || v.contains('\0') {
@@ -544,7 +605,9 @@ impl Spawner {
         self.cfg
             .rules
             .iter()
-            .filter(|r| r.program == program && args.len() >= r.args.len() && r.args.iter().zip(args).all(|(a, b)| a == b))
+            .filter(|r| {
+                r.program == program && args.len() >= r.args.len() && r.args.iter().zip(args).all(|(a, b)| a == b)
+            })
             .map(|r| r.decision)
             .max()
             .unwrap_or(RuleDecision::Prompt)
@@ -882,7 +945,8 @@ pub fn shell_syntax(s: &str) -> Result<Option<&'static str>, String> {
 pub fn escape_for_card(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        let bidi = matches!(c as u32, 0x202A..=0x202E | 0x2066..=0x2069 | 0x200E | 0x200F | 0x061C | 0x200B..=0x200D | 0xFEFF);
+        let bidi =
+            matches!(c as u32, 0x202A..=0x202E | 0x2066..=0x2069 | 0x200E | 0x200F | 0x061C | 0x200B..=0x200D | 0xFEFF);
         if (c.is_control() && c != '\n') || bidi {
             out.push_str(&format!("\\u{{{:x}}}", c as u32));
         } else {
@@ -934,7 +998,20 @@ mod tests {
 
     #[test]
     fn env_names_never_passed() {
-        for n in ["LD_PRELOAD", "LD_LIBRARY_PATH", "GIT_DIR", "GIT_SSH_COMMAND", "PAGER", "EDITOR", "BASH_ENV", "NODE_OPTIONS", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "my_api_key"] {
+        for n in [
+            "LD_PRELOAD",
+            "LD_LIBRARY_PATH",
+            "GIT_DIR",
+            "GIT_SSH_COMMAND",
+            "PAGER",
+            "EDITOR",
+            "BASH_ENV",
+            "NODE_OPTIONS",
+            "GITHUB_TOKEN",
+            "AWS_SECRET_ACCESS_KEY",
+            "DB_PASSWORD",
+            "my_api_key",
+        ] {
             assert!(env_never_passed(n), "{n}");
         }
         for n in ["PATH", "HOME", "LANG", "LC_ALL", "RUST_LOG", "CARGO_TARGET_DIR"] {

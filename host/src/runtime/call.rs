@@ -8,10 +8,10 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::bindings::{ToolPre, types};
-use crate::grant::Mount;
-use crate::guard::Guard;
 use super::store::{CallInfo, CapturedOutput, CpuBudget, Limiter, StoreState};
 use crate::error::ErrorKind;
+use crate::grant::Mount;
+use crate::guard::Guard;
 
 /// Where the workspace appears inside a component.
 pub const GUEST_ROOT: &str = "/workspace";
@@ -58,7 +58,12 @@ pub struct CallSpec<'a> {
     pub info: Arc<CallInfo>,
 }
 
-fn wasi_ctx(mounts: &[Mount], guard: Option<&Guard>, out: &CapturedOutput, err: &CapturedOutput) -> Result<wasmtime_wasi::WasiCtx, String> {
+fn wasi_ctx(
+    mounts: &[Mount],
+    guard: Option<&Guard>,
+    out: &CapturedOutput,
+    err: &CapturedOutput,
+) -> Result<wasmtime_wasi::WasiCtx, String> {
     let mut b = WasiCtxBuilder::new();
     // No environment, no arguments, no stdin, no sockets, no name lookup: the default
     // builder grants none of them; the network switches are spelled out anyway.
@@ -199,11 +204,7 @@ pub async fn call(spec: CallSpec<'_>) -> GuestOutcome {
                 terminal: true,
             },
         },
-        Ok(Err(f)) => GuestOutcome::Failed {
-            kind: kind_from_wit(f.kind),
-            message: f.message,
-            terminal: f.terminal,
-        },
+        Ok(Err(f)) => GuestOutcome::Failed { kind: kind_from_wit(f.kind), message: f.message, terminal: f.terminal },
         Err(e) => {
             if store.data().budget.exhausted() {
                 let ms = store.data().budget.limit().as_millis();
@@ -242,12 +243,7 @@ fn trap_text(e: &wasmtime::Error, store: &Store<StoreState>, stderr: &CapturedOu
     }
     // A Rust guest's panic message is the most useful line it printed.
     let (text, _) = stderr.take();
-    let panic = text
-        .lines()
-        .skip_while(|l| !l.contains("panicked at"))
-        .take(2)
-        .collect::<Vec<_>>()
-        .join(" ");
+    let panic = text.lines().skip_while(|l| !l.contains("panicked at")).take(2).collect::<Vec<_>>().join(" ");
     match e.downcast_ref::<Trap>() {
         Some(Trap::StackOverflow) => "it exhausted its stack (unbounded recursion?)".to_string(),
         Some(trap) if !panic.is_empty() => format!("{trap} ({})", panic.trim()),

@@ -135,10 +135,8 @@ impl LoadedComponent {
             Source::Owned(bytes) => sha256_hex(bytes),
         };
         let describe_file = cache.dir().map(|d| d.join(format!("{sha256}.describe.json")));
-        let cached: Option<Vec<ToolSpec>> = describe_file
-            .as_ref()
-            .and_then(|f| std::fs::read(f).ok())
-            .and_then(|b| serde_json::from_slice(&b).ok());
+        let cached: Option<Vec<ToolSpec>> =
+            describe_file.as_ref().and_then(|f| std::fs::read(f).ok()).and_then(|b| serde_json::from_slice(&b).ok());
         let me = LoadedComponent {
             name: name.to_string(),
             sha256,
@@ -156,10 +154,8 @@ impl LoadedComponent {
             .map_err(|reason| HostError::Component { name: name.to_string(), reason })?;
         let mut tools = Vec::new();
         for s in specs {
-            tools.push(
-                ToolSpec::from_wit(s)
-                    .map_err(|reason| HostError::Component { name: name.to_string(), reason })?,
-            );
+            tools
+                .push(ToolSpec::from_wit(s).map_err(|reason| HostError::Component { name: name.to_string(), reason })?);
         }
         if let Some(f) = &describe_file {
             if let Ok(json) = serde_json::to_vec(&tools) {
@@ -179,12 +175,9 @@ impl LoadedComponent {
     ) -> Result<&ToolPre<StoreState>, HostError> {
         self.pre
             .get_or_try_init(|| async {
-                let (component, _) =
-                    cache.load(engine, &self.name, self.source.bytes(), &self.sha256, on_compile)?;
-                let err = |e: wasmtime::Error| HostError::Component {
-                    name: self.name.clone(),
-                    reason: format!("{e:#}"),
-                };
+                let (component, _) = cache.load(engine, &self.name, self.source.bytes(), &self.sha256, on_compile)?;
+                let err =
+                    |e: wasmtime::Error| HostError::Component { name: self.name.clone(), reason: format!("{e:#}") };
                 let instance_pre = linker.instantiate_pre(&component).map_err(err)?;
                 ToolPre::new(instance_pre).map_err(err)
             })

@@ -5,8 +5,8 @@
 use cheng_sdk::host;
 use cheng_sdk::prelude::*;
 
-use cheng_fs_core::lines::read_text;
 use crate::write_file::check_writable;
+use cheng_fs_core::lines::read_text;
 
 pub struct ApplyPatch;
 
@@ -119,13 +119,13 @@ fn split(patch: &str) -> Result<Vec<Section>, Failure> {
             old = old.map(|p| p.strip_prefix("a/").map(str::to_string).unwrap_or(p));
             new = new.map(|p| p.strip_prefix("b/").map(str::to_string).unwrap_or(p));
         }
-        let mut text = format!("--- {}\n+++ {}\n", old.as_deref().unwrap_or("/dev/null"), new.as_deref().unwrap_or("/dev/null"));
+        let mut text =
+            format!("--- {}\n+++ {}\n", old.as_deref().unwrap_or("/dev/null"), new.as_deref().unwrap_or("/dev/null"));
         let mut j = i + 2;
         let mut hunks = 0;
         while j < lines.len() && lines[j].starts_with("@@ ") {
-            let (mut o, mut n) = hunk_counts(lines[j]).ok_or_else(|| {
-                Failure::invalid_argument(format!("malformed hunk header {:?}", lines[j].trim_end()))
-            })?;
+            let (mut o, mut n) = hunk_counts(lines[j])
+                .ok_or_else(|| Failure::invalid_argument(format!("malformed hunk header {:?}", lines[j].trim_end())))?;
             hunks += 1;
             text.push_str(lines[j]);
             j += 1;
@@ -195,14 +195,18 @@ impl Tool for ApplyPatch {
         let mut files = Vec::new();
         for s in &sections {
             let parsed = diffy::Patch::from_str(&s.text).map_err(|e| {
-                Failure::invalid_argument(format!("cannot parse the patch for {}: {e}", s.new.as_deref().or(s.old.as_deref()).unwrap_or("?")))
+                Failure::invalid_argument(format!(
+                    "cannot parse the patch for {}: {e}",
+                    s.new.as_deref().or(s.old.as_deref()).unwrap_or("?")
+                ))
             })?;
             let (base, old_rel) = match &s.old {
                 Some(old) => {
                     let (rel, data) = read_text(cx, old)?;
                     check_writable(cx, &rel)?;
-                    let text = String::from_utf8(data)
-                        .map_err(|_| Failure::invalid_argument(format!("{old} is not valid UTF-8; it cannot be patched as text")))?;
+                    let text = String::from_utf8(data).map_err(|_| {
+                        Failure::invalid_argument(format!("{old} is not valid UTF-8; it cannot be patched as text"))
+                    })?;
                     (text, Some(rel))
                 }
                 None => (String::new(), None),

@@ -4,8 +4,8 @@
 use cheng_sdk::host;
 use cheng_sdk::prelude::*;
 
-use cheng_fs_core::lines::read_text;
 use crate::write_file::check_writable;
+use cheng_fs_core::lines::read_text;
 
 pub struct EditFile;
 
@@ -53,7 +53,8 @@ fn not_found_hint(content: &str, old: &str) -> String {
     }
     let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     if squash(content).contains(&squash(old)) {
-        return "the text exists with different whitespace or indentation; read the lines again and copy them exactly".into();
+        return "the text exists with different whitespace or indentation; read the lines again and copy them exactly"
+            .into();
     }
     "check whitespace, indentation and line endings (the comparison is exact), or read the file again: it may have changed".into()
 }
@@ -70,7 +71,9 @@ impl Tool for EditFile {
 
     fn run(input: Input, cx: &Context) -> Result<Output, Failure> {
         if input.old_text.is_empty() {
-            return Err(Failure::invalid_argument("old_text is empty; give the exact text to replace (to create a file, use write_file)"));
+            return Err(Failure::invalid_argument(
+                "old_text is empty; give the exact text to replace (to create a file, use write_file)",
+            ));
         }
         let (rel, data) = read_text(cx, &input.path)?;
         check_writable(cx, &rel)?;

@@ -7,7 +7,6 @@ use cheng_fs_core::caps::WRITE_MAX_BYTES;
 
 pub struct WriteFile;
 
-
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
@@ -61,7 +60,10 @@ impl Tool for WriteFile {
         if input.content.len() > WRITE_MAX_BYTES {
             return Err(Failure::new(
                 ErrorKind::TooLarge,
-                format!("content is {} bytes; the limit is {WRITE_MAX_BYTES}. Write the file in parts or generate it with a command", input.content.len()),
+                format!(
+                    "content is {} bytes; the limit is {WRITE_MAX_BYTES}. Write the file in parts or generate it with a command",
+                    input.content.len()
+                ),
             ));
         }
         let target = cx.resolve_for_create(&input.path)?;

@@ -34,9 +34,10 @@ pub const LOAD_MAX: u64 = 256 << 20;
 /// Read `path` whole through the host (one call; the host applies the workspace rules,
 /// symlinks included), refusing binary files. Returns the normalized relative path.
 pub fn read_text(cx: &Context, path: &str) -> Result<(String, Vec<u8>), Failure> {
-    let rel = cheng_sdk::path_rules::lexical_with_aliases(path, &[cx.sandbox_root(), &cx.guest_root().to_string_lossy()])
-        .map_err(|r| Failure::path_refused(r.message(path, cx.sandbox_root())))?
-        .normalized();
+    let rel =
+        cheng_sdk::path_rules::lexical_with_aliases(path, &[cx.sandbox_root(), &cx.guest_root().to_string_lossy()])
+            .map_err(|r| Failure::path_refused(r.message(path, cx.sandbox_root())))?
+            .normalized();
     let data = cheng_sdk::host::read_file(&cx.host_path(path), LOAD_MAX)?;
     check_text(path, &data)?;
     Ok((rel, data))
@@ -57,7 +58,14 @@ pub fn check_text(path: &str, data: &[u8]) -> Result<(), Failure> {
 }
 
 /// Pick lines `start..=end` of `data`, at most `max_bytes` of them.
-pub fn select(data: &[u8], start: u64, end: Option<u64>, max_bytes: usize, rel: &str, size: u64) -> Result<Output, Failure> {
+pub fn select(
+    data: &[u8],
+    start: u64,
+    end: Option<u64>,
+    max_bytes: usize,
+    rel: &str,
+    size: u64,
+) -> Result<Output, Failure> {
     // One pass over the newlines: the total count, and the byte range of lines
     // start..=end. A line is the text up to and including '\n'; a last line without a
     // newline still counts.

@@ -46,4 +46,3 @@ pub fn head_tail(s: &str, max: usize) -> (String, bool) {
         Some((head, tail)) => (format!("{}\n[… {} bytes omitted …]\n{}", &s[..head], tail - head, &s[tail..]), true),
     }
 }
-

@@ -55,4 +55,3 @@ impl Tool for ReadFile {
         select(&data, start, input.end_line, max_bytes, &rel, data.len() as u64)
     }
 }
-

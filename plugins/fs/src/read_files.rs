@@ -2,7 +2,9 @@
 
 use cheng_sdk::prelude::*;
 
-use cheng_fs_core::caps::{READ_FILES_DEFAULT_PER_FILE, READ_FILES_DEFAULT_TOTAL, READ_FILES_MAX_PATHS, READ_MAX_BYTES};
+use cheng_fs_core::caps::{
+    READ_FILES_DEFAULT_PER_FILE, READ_FILES_DEFAULT_TOTAL, READ_FILES_MAX_PATHS, READ_MAX_BYTES,
+};
 use cheng_fs_core::lines::{LOAD_MAX, check_text, select};
 
 pub struct ReadFiles;
@@ -98,7 +100,14 @@ impl Tool for ReadFiles {
                     left = left.saturating_sub(o.content.len());
                     ok += 1;
                     cut += usize::from(o.truncated);
-                    files.push(FileOut { path, content: o.content, total_lines: o.total_lines, truncated: o.truncated, error_kind: None, error: None });
+                    files.push(FileOut {
+                        path,
+                        content: o.content,
+                        total_lines: o.total_lines,
+                        truncated: o.truncated,
+                        error_kind: None,
+                        error: None,
+                    });
                 }
                 Err(f) => {
                     failed += 1;

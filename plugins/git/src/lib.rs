@@ -190,11 +190,17 @@ impl Tool for WorkspaceGit {
                 let text: String = files
                     .iter()
                     .map(|f| match &f.raw_from {
-                        Some(from) => format!("{}{} {} -> {}\n", f.index, f.worktree, quote_bytes(from), quote_bytes(&f.raw)),
+                        Some(from) => {
+                            format!("{}{} {} -> {}\n", f.index, f.worktree, quote_bytes(from), quote_bytes(&f.raw))
+                        }
                         None => format!("{}{} {}\n", f.index, f.worktree, quote_bytes(&f.raw)),
                     })
                     .collect();
-                out.summary = if files.is_empty() { "Nothing to commit, working tree clean".into() } else { format!("{} paths changed or untracked", files.len()) };
+                out.summary = if files.is_empty() {
+                    "Nothing to commit, working tree clean".into()
+                } else {
+                    format!("{} paths changed or untracked", files.len())
+                };
                 out.files = Some(files);
                 text
             }
@@ -223,8 +229,10 @@ impl Tool for WorkspaceGit {
             }
             Operation::Show => {
                 out.operation = "show".into();
-                let (commit, files, text) = show(&repo, input.revision.as_deref().unwrap_or("HEAD"), &input.pathspecs, &mut stderr)?;
-                out.summary = format!("Commit {} \"{}\": {} files changed", &commit.id[..12], commit.summary, files.len());
+                let (commit, files, text) =
+                    show(&repo, input.revision.as_deref().unwrap_or("HEAD"), &input.pathspecs, &mut stderr)?;
+                out.summary =
+                    format!("Commit {} \"{}\": {} files changed", &commit.id[..12], commit.summary, files.len());
                 out.commits = Some(vec![commit]);
                 out.files = Some(files);
                 text
@@ -232,7 +240,11 @@ impl Tool for WorkspaceGit {
             Operation::Diff => {
                 out.operation = "diff".into();
                 let (files, text) = diff_head(&repo, cx, &input.pathspecs, &mut stderr)?;
-                out.summary = if files.is_empty() { "No differences between HEAD and the working tree".into() } else { format!("{} files differ from HEAD", files.len()) };
+                out.summary = if files.is_empty() {
+                    "No differences between HEAD and the working tree".into()
+                } else {
+                    format!("{} files differ from HEAD", files.len())
+                };
                 out.files = Some(files);
                 text
             }
@@ -257,10 +269,16 @@ fn io(e: impl std::fmt::Display) -> Failure {
 
 fn check_pathspec(p: &str) -> Result<(), Failure> {
     if p.starts_with('/') || p.starts_with('\\') || p.get(1..2) == Some(":") {
-        return Err(fail(ErrorKind::PathRefused, format!("pathspec \"{p}\" is absolute; give it relative to the repository root")));
+        return Err(fail(
+            ErrorKind::PathRefused,
+            format!("pathspec \"{p}\" is absolute; give it relative to the repository root"),
+        ));
     }
     if p.split(['/', '\\']).any(|s| s == "..") {
-        return Err(fail(ErrorKind::PathRefused, format!("pathspec \"{p}\" climbs with `..`; give it relative to the repository root")));
+        return Err(fail(
+            ErrorKind::PathRefused,
+            format!("pathspec \"{p}\" climbs with `..`; give it relative to the repository root"),
+        ));
     }
     if p.contains('\0') {
         return Err(Failure::invalid_argument("a pathspec cannot contain NUL"));
@@ -298,8 +316,12 @@ fn open_repo(dir: &Path, cx: &Context) -> Result<gix::Repository, Failure> {
                         ),
                     ));
                 };
-                let mut repo = gix::open_opts(&git_dir, options().open_path_as_is(true))
-                    .map_err(|e| fail(ErrorKind::Io, format!("cannot open the repository of \"{}\" at \"{target}\": {e}", shown(&dotgit))))?;
+                let mut repo = gix::open_opts(&git_dir, options().open_path_as_is(true)).map_err(|e| {
+                    fail(
+                        ErrorKind::Io,
+                        format!("cannot open the repository of \"{}\" at \"{target}\": {e}", shown(&dotgit)),
+                    )
+                })?;
                 repo.set_workdir(Some(cur.clone())).map_err(io)?;
                 return Ok(repo);
             }
@@ -406,12 +428,20 @@ fn head_tree(repo: &gix::Repository) -> Result<gix::ObjectId, Failure> {
 
 /// The working tree: its guest path, and its workspace-relative path for the host.
 fn root_rel(repo: &gix::Repository, cx: &Context) -> Result<(PathBuf, String), Failure> {
-    let workdir = repo.workdir().ok_or_else(|| fail(ErrorKind::InvalidArgument, "a bare repository has no working tree"))?.to_path_buf();
+    let workdir = repo
+        .workdir()
+        .ok_or_else(|| fail(ErrorKind::InvalidArgument, "a bare repository has no working tree"))?
+        .to_path_buf();
     let rel = cx.host_path(&workdir.to_string_lossy()).into_owned();
     Ok((workdir, rel))
 }
 
-fn status(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mut String) -> Result<Vec<FileStatus>, Failure> {
+fn status(
+    repo: &gix::Repository,
+    cx: &Context,
+    specs: &[String],
+    stderr: &mut String,
+) -> Result<Vec<FileStatus>, Failure> {
     use gix::diff::index::ChangeRef;
     let want = |p: &gix::bstr::BStr| selected(specs, &p.to_str_lossy());
     let index = repo.index_or_empty().map_err(io)?;
@@ -423,11 +453,19 @@ fn status(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mut S
     // is skipped (staged.rs); when renames with edits could be involved, gix compares
     // the whole (renames as the repository configures them, by similarity).
     let head = head_tree(repo)?;
-    let renames = repo.config_snapshot().boolean("status.renames").or_else(|| repo.config_snapshot().boolean("diff.renames")).unwrap_or(true);
+    let renames = repo
+        .config_snapshot()
+        .boolean("status.renames")
+        .or_else(|| repo.config_snapshot().boolean("diff.renames"))
+        .unwrap_or(true);
     let head_side = staged::HeadSide::read(repo, &index, head).map_err(io)?;
     let mut staged: Vec<staged::Staged> = Vec::new();
     if let Some(changes) = staged::changes(&index, &head_side, renames) {
-        staged.extend(changes.into_iter().filter(|(p, _, from)| want(p.as_bstr()) || from.as_deref().is_some_and(|f| want(f.as_bstr()))));
+        staged.extend(
+            changes
+                .into_iter()
+                .filter(|(p, _, from)| want(p.as_bstr()) || from.as_deref().is_some_and(|f| want(f.as_bstr()))),
+        );
     } else {
         let renames = gix::status::tree_index::TrackRenames::AsConfigured;
         repo.tree_index_status(&head, &index, None, renames, |change, _, _| {
@@ -443,7 +481,8 @@ fn status(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mut S
                 }
             };
             // An intent-to-add entry shows in the working-tree column only.
-            let intent = letter == "A" && index.entry_by_path(path).is_some_and(|e| e.flags.contains(gix::index::entry::Flags::INTENT_TO_ADD));
+            let intent = letter == "A"
+                && index.entry_by_path(path).is_some_and(|e| e.flags.contains(gix::index::entry::Flags::INTENT_TO_ADD));
             if !intent && (want(path) || from.as_deref().is_some_and(|f| want(f.as_bstr()))) {
                 staged.push((path.to_vec(), letter, from));
             }
@@ -507,14 +546,22 @@ fn status(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mut S
 /// ignored ones, not descending into ignored directories; a nested repository as its
 /// directory (flag true). Tracked directories come from the scan's listings; untracked
 /// ones are listed through the host as the walk reaches them.
-fn untracked(repo: &gix::Repository, index: &gix::index::State, listing: &worktree::Listing) -> Result<Vec<(Vec<u8>, bool)>, Failure> {
+fn untracked(
+    repo: &gix::Repository,
+    index: &gix::index::State,
+    listing: &worktree::Listing,
+) -> Result<Vec<(Vec<u8>, bool)>, Failure> {
     use cheng_sdk::host::EntryKind;
     let mut excludes = None;
     let mut is_excluded = |rel: &[u8], is_dir: bool| -> Result<bool, Failure> {
         if excludes.is_none() {
             excludes = Some(
-                repo.excludes(index, None, gix::worktree::stack::state::ignore::Source::WorktreeThenIdMappingIfNotSkipped)
-                    .map_err(io)?,
+                repo.excludes(
+                    index,
+                    None,
+                    gix::worktree::stack::state::ignore::Source::WorktreeThenIdMappingIfNotSkipped,
+                )
+                .map_err(io)?,
             );
         }
         let stack = excludes.as_mut().expect("set above");
@@ -528,14 +575,22 @@ fn untracked(repo: &gix::Repository, index: &gix::index::State, listing: &worktr
     while let Some((dir, untracked_dir)) = stack.pop() {
         let fetched: Vec<(Vec<u8>, bool, EntryKind)>;
         let entries: Vec<(&[u8], bool, EntryKind)> = match listing.dir(&dir) {
-            Some(Some(list)) => list.iter().filter(|e| !e.tracked).map(|e| (e.name.as_slice(), e.valid_utf8, e.kind)).collect(),
+            Some(Some(list)) => {
+                list.iter().filter(|e| !e.tracked).map(|e| (e.name.as_slice(), e.valid_utf8, e.kind)).collect()
+            }
             Some(None) => continue,
             None => {
                 let Some(path) = listing.host_path(&dir) else { continue };
                 let Ok(list) = cheng_sdk::host::read_dir(&path, false) else { continue };
                 fetched = list
                     .into_iter()
-                    .map(|e| (if e.valid_utf8 { e.name.into_bytes() } else { worktree::unescape(&e.name) }, e.valid_utf8, e.kind))
+                    .map(|e| {
+                        (
+                            if e.valid_utf8 { e.name.into_bytes() } else { worktree::unescape(&e.name) },
+                            e.valid_utf8,
+                            e.kind,
+                        )
+                    })
                     .collect();
                 fetched.iter().map(|(n, v, k)| (n.as_slice(), *v, *k)).collect()
             }
@@ -632,7 +687,9 @@ fn resolve(repo: &gix::Repository, rev: &str) -> Result<gix::ObjectId, Failure> 
     };
     let spec = repo.rev_parse_single(rev.as_bytes().as_bstr()).map_err(|_| unknown())?;
     let obj = spec.object().map_err(|_| unknown())?;
-    let commit = obj.peel_to_commit().map_err(|_| fail(ErrorKind::InvalidArgument, format!("\"{rev}\" does not name a commit")))?;
+    let commit = obj
+        .peel_to_commit()
+        .map_err(|_| fail(ErrorKind::InvalidArgument, format!("\"{rev}\" does not name a commit")))?;
     Ok(commit.id)
 }
 
@@ -661,7 +718,10 @@ fn header(c: &gix::Commit<'_>) -> Result<String, Failure> {
     let mut s = format!("commit {}\n", c.id);
     let parents: Vec<_> = c.parent_ids().collect();
     if parents.len() > 1 {
-        s.push_str(&format!("Merge: {}\n", parents.iter().map(|p| p.shorten_or_id().to_string()).collect::<Vec<_>>().join(" ")));
+        s.push_str(&format!(
+            "Merge: {}\n",
+            parents.iter().map(|p| p.shorten_or_id().to_string()).collect::<Vec<_>>().join(" ")
+        ));
     }
     s.push_str(&format!("Author: {} <{}>\n", author.name.to_str_lossy(), author.email.to_str_lossy()));
     s.push_str(&format!("Date:   {}\n\n", time.format_or_unix(gix::date::time::format::DEFAULT)));
@@ -705,7 +765,12 @@ fn touches(repo: &gix::Repository, c: &gix::Commit<'_>, specs: &[String]) -> Res
     Ok(true)
 }
 
-fn log(repo: &gix::Repository, rev: Option<&str>, n: usize, specs: &[String]) -> Result<(Vec<Commit>, String), Failure> {
+fn log(
+    repo: &gix::Repository,
+    rev: Option<&str>,
+    n: usize,
+    specs: &[String],
+) -> Result<(Vec<Commit>, String), Failure> {
     let start = match rev {
         Some(r) => resolve(repo, r)?,
         None => match head_commit_id(repo) {
@@ -783,7 +848,11 @@ fn diff_name(prefix: &str, path: &[u8]) -> String {
 }
 
 /// One file's patch, in git's format. `old`/`new`: (mode, id, bytes) or None.
-fn file_patch(path: &[u8], old: Option<(u32, gix::ObjectId, &[u8])>, new: Option<(u32, gix::ObjectId, &[u8])>) -> String {
+fn file_patch(
+    path: &[u8],
+    old: Option<(u32, gix::ObjectId, &[u8])>,
+    new: Option<(u32, gix::ObjectId, &[u8])>,
+) -> String {
     let (a_name, b_name) = (diff_name("a/", path), diff_name("b/", path));
     let mut s = format!("diff --git {a_name} {b_name}\n");
     match (&old, &new) {
@@ -826,7 +895,12 @@ fn file_patch(path: &[u8], old: Option<(u32, gix::ObjectId, &[u8])>, new: Option
     s
 }
 
-fn show(repo: &gix::Repository, rev: &str, specs: &[String], stderr: &mut String) -> Result<(Commit, Vec<FileStatus>, String), Failure> {
+fn show(
+    repo: &gix::Repository,
+    rev: &str,
+    specs: &[String],
+    stderr: &mut String,
+) -> Result<(Commit, Vec<FileStatus>, String), Failure> {
     let id = resolve(repo, rev)?;
     let c = repo.find_commit(id).map_err(io)?;
     let mut text = header(&c)?;
@@ -884,7 +958,13 @@ fn tree_diff(
         if o == n || !selected(specs, p) {
             continue;
         }
-        changes.push(PathChange { path: p.as_bytes().to_vec(), from: None, old: o.copied(), new: n.copied(), new_data: None });
+        changes.push(PathChange {
+            path: p.as_bytes().to_vec(),
+            from: None,
+            old: o.copied(),
+            new: n.copied(),
+            new_data: None,
+        });
     }
     let changes = exact_renames(repo, changes);
     emit(repo, &changes, true, stderr)
@@ -911,12 +991,17 @@ fn exact_renames(repo: &gix::Repository, changes: Vec<PathChange>) -> Vec<PathCh
     }
     let mut deleted: Vec<(Vec<u8>, gix::ObjectId)> =
         changes.iter().filter(|c| c.new.is_none()).filter_map(|c| c.old.map(|(_, id)| (c.path.clone(), id))).collect();
-    let added: Vec<(&[u8], gix::ObjectId)> =
-        changes.iter().filter(|c| c.old.is_none()).filter_map(|c| c.new.map(|(_, id)| (c.path.as_slice(), id))).collect();
+    let added: Vec<(&[u8], gix::ObjectId)> = changes
+        .iter()
+        .filter(|c| c.old.is_none())
+        .filter_map(|c| c.new.map(|(_, id)| (c.path.as_slice(), id)))
+        .collect();
     let sources = staged::pair_exact(&added, &mut deleted);
-    let pairs: HashMap<Vec<u8>, Vec<u8>> = added.iter().zip(sources).filter_map(|((p, _), s)| s.map(|s| (p.to_vec(), s))).collect();
+    let pairs: HashMap<Vec<u8>, Vec<u8>> =
+        added.iter().zip(sources).filter_map(|((p, _), s)| s.map(|s| (p.to_vec(), s))).collect();
     let used: HashSet<&Vec<u8>> = pairs.values().collect();
-    let olds: HashMap<Vec<u8>, Option<staged::Side>> = changes.iter().filter(|c| used.contains(&c.path)).map(|c| (c.path.clone(), c.old)).collect();
+    let olds: HashMap<Vec<u8>, Option<staged::Side>> =
+        changes.iter().filter(|c| used.contains(&c.path)).map(|c| (c.path.clone(), c.old)).collect();
     changes
         .into_iter()
         .filter(|c| !(c.new.is_none() && used.contains(&c.path)))
@@ -932,7 +1017,12 @@ fn exact_renames(repo: &gix::Repository, changes: Vec<PathChange>) -> Vec<PathCh
 
 /// Patches and file entries for `changes`, in git's format; `staged` puts the letter
 /// in the index column (show) rather than the working-tree one (diff).
-fn emit(repo: &gix::Repository, changes: &[PathChange], staged: bool, stderr: &mut String) -> Result<(Vec<FileStatus>, String), Failure> {
+fn emit(
+    repo: &gix::Repository,
+    changes: &[PathChange],
+    staged: bool,
+    stderr: &mut String,
+) -> Result<(Vec<FileStatus>, String), Failure> {
     let mut files = Vec::new();
     let mut patch = String::new();
     for c in changes {
@@ -960,7 +1050,11 @@ fn emit(repo: &gix::Repository, changes: &[PathChange], staged: bool, stderr: &m
                 if om != nm {
                     patch.push_str(&format!("old mode {om:o}\nnew mode {nm:o}\n"));
                 }
-                patch.push_str(&format!("similarity index 100%\nrename from {}\nrename to {}\n", diff_name("", from), diff_name("", &c.path)));
+                patch.push_str(&format!(
+                    "similarity index 100%\nrename from {}\nrename to {}\n",
+                    diff_name("", from),
+                    diff_name("", &c.path)
+                ));
             }
             // A change of kind is a deletion and an addition, as git prints it.
             (None, "T") => {
@@ -988,7 +1082,12 @@ fn emit(repo: &gix::Repository, changes: &[PathChange], staged: bool, stderr: &m
 /// differ, or the index and the working tree (judged from stats, see worktree.rs), are
 /// read and compared with HEAD. A path in HEAD but not in the index is deleted, as git
 /// shows it.
-fn diff_head(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mut String) -> Result<(Vec<FileStatus>, String), Failure> {
+fn diff_head(
+    repo: &gix::Repository,
+    cx: &Context,
+    specs: &[String],
+    stderr: &mut String,
+) -> Result<(Vec<FileStatus>, String), Failure> {
     use std::collections::BTreeSet;
     let want = |p: &gix::bstr::BStr| selected(specs, &p.to_str_lossy());
     let index = repo.index_or_empty().map_err(io)?;
@@ -1028,12 +1127,20 @@ fn diff_head(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mu
     let mut unreadable: BTreeSet<&[u8]> = BTreeSet::new();
     for ((p, mode, w), data) in present.iter().zip(contents) {
         let Some(data) = data else {
-            let why = if std::str::from_utf8(p).is_err() { "its name is not UTF-8, which the sandbox cannot open" } else { "it could not be read" };
+            let why = if std::str::from_utf8(p).is_err() {
+                "its name is not UTF-8, which the sandbox cannot open"
+            } else {
+                "it could not be read"
+            };
             stderr.push_str(&format!("warning: \"{}\" is left out of the patch: {why}\n", p.to_str_lossy()));
             unreadable.insert(p);
             continue;
         };
-        let data = if w.kind == cheng_sdk::host::EntryKind::Symlink { data } else { worktree::clean(repo, &index, &mut pipeline, p.as_bstr(), data)? };
+        let data = if w.kind == cheng_sdk::host::EntryKind::Symlink {
+            data
+        } else {
+            worktree::clean(repo, &index, &mut pipeline, p.as_bstr(), data)?
+        };
         let id = worktree::hash(repo, &data)?;
         work.insert(p, ((*mode, id), data));
     }
@@ -1045,7 +1152,9 @@ fn diff_head(repo: &gix::Repository, cx: &Context, specs: &[String], stderr: &mu
         let before = head.get(&index, p.as_bstr());
         // A submodule is not entered: its side is the commit its checkout is at.
         let (new, new_data) = match index.entry_by_path(p.as_bstr()) {
-            Some(e) if e.mode.is_submodule() => (Some((e.mode.bits(), submodule_head(&workdir, p.as_bstr(), cx).unwrap_or(e.id))), None),
+            Some(e) if e.mode.is_submodule() => {
+                (Some((e.mode.bits(), submodule_head(&workdir, p.as_bstr(), cx).unwrap_or(e.id))), None)
+            }
             _ => match work.remove(p.as_slice()) {
                 Some((side, data)) => (Some(side), Some(data)),
                 None => (None, None),

@@ -28,7 +28,11 @@ pub struct HeadSide {
 
 impl HeadSide {
     /// Read HEAD's tree `tree` where `index`'s cached tree does not match it.
-    pub fn read(repo: &gix::Repository, index: &gix::index::State, tree: gix::ObjectId) -> Result<HeadSide, gix::Error> {
+    pub fn read(
+        repo: &gix::Repository,
+        index: &gix::index::State,
+        tree: gix::ObjectId,
+    ) -> Result<HeadSide, gix::Error> {
         let mut side = HeadSide { files: BTreeMap::new(), vouched: vec![false; index.entries().len()] };
         let mut same_dirs: Vec<Vec<u8>> = Vec::new();
         walk(repo, tree, &mut Vec::new(), index.tree(), &mut side.files, &mut same_dirs)?;
@@ -110,14 +114,17 @@ pub fn changes(index: &gix::index::State, head: &HeadSide, renames: bool) -> Opt
     let mut out: Vec<Staged> = Vec::new();
     let mut added: Vec<usize> = Vec::new();
     let mut deleted: Vec<(Vec<u8>, gix::ObjectId)> = Vec::new();
-    let paths: std::collections::BTreeSet<&[u8]> = head.files.keys().map(Vec::as_slice).chain(index_side.keys().copied()).collect();
+    let paths: std::collections::BTreeSet<&[u8]> =
+        head.files.keys().map(Vec::as_slice).chain(index_side.keys().copied()).collect();
     for p in paths {
         if conflicted.contains(p) {
             continue;
         }
         match (head.files.get(p), index_side.get(p)) {
             (Some(a), Some(b)) if a == b => {}
-            (Some((am, _)), Some((bm, _))) => out.push((p.to_vec(), if kind(*am) != kind(*bm) { "T" } else { "M" }, None)),
+            (Some((am, _)), Some((bm, _))) => {
+                out.push((p.to_vec(), if kind(*am) != kind(*bm) { "T" } else { "M" }, None))
+            }
             (None, Some(_)) => {
                 added.push(out.len());
                 out.push((p.to_vec(), "A", None));
@@ -127,7 +134,8 @@ pub fn changes(index: &gix::index::State, head: &HeadSide, renames: bool) -> Opt
         }
     }
     if renames && !added.is_empty() && !deleted.is_empty() {
-        let adds: Vec<(&[u8], gix::ObjectId)> = added.iter().map(|&k| (out[k].0.as_slice(), index_side[out[k].0.as_slice()].1)).collect();
+        let adds: Vec<(&[u8], gix::ObjectId)> =
+            added.iter().map(|&k| (out[k].0.as_slice(), index_side[out[k].0.as_slice()].1)).collect();
         let sources = pair_exact(&adds, &mut deleted);
         let unpaired = sources.iter().filter(|s| s.is_none()).count();
         for (&k, source) in added.iter().zip(sources) {
@@ -148,7 +156,10 @@ pub fn changes(index: &gix::index::State, head: &HeadSide, renames: bool) -> Opt
 /// git's exact rename pass: for each addition (path, content id), the deletion with
 /// the same content it pairs with — a source with the same file name preferred — taken
 /// out of `deleted`.
-pub fn pair_exact(added: &[(&[u8], gix::ObjectId)], deleted: &mut Vec<(Vec<u8>, gix::ObjectId)>) -> Vec<Option<Vec<u8>>> {
+pub fn pair_exact(
+    added: &[(&[u8], gix::ObjectId)],
+    deleted: &mut Vec<(Vec<u8>, gix::ObjectId)>,
+) -> Vec<Option<Vec<u8>>> {
     use crate::worktree::split;
     added
         .iter()

@@ -254,7 +254,10 @@ pub fn scan(
         let found = match found {
             Ok(found) => found,
             Err(()) => {
-                warnings.push(format!("warning: \"{}\" is under a directory whose name is not UTF-8; not compared", path.to_str_lossy()));
+                warnings.push(format!(
+                    "warning: \"{}\" is under a directory whose name is not UTF-8; not compared",
+                    path.to_str_lossy()
+                ));
                 continue;
             }
         };

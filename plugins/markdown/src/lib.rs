@@ -151,12 +151,20 @@ impl Tool for WorkspaceMarkdown {
         let resolved = cx.resolve(&input.path)?;
         let bytes = host::read_file(&resolved.rel, MAX_FILE_BYTES)?;
         if cheng_fs_core::text::looks_binary(&bytes) {
-            return Err(Failure::new(ErrorKind::BinaryFile, format!("\"{}\" is a binary file, not Markdown", input.path)));
+            return Err(Failure::new(
+                ErrorKind::BinaryFile,
+                format!("\"{}\" is a binary file, not Markdown", input.path),
+            ));
         }
         let text = String::from_utf8_lossy(&bytes).into_owned();
         let doc = Doc::new(&text);
         let rel = resolved.rel.clone();
-        let mut out = MarkdownOutput { operation: input.operation.name().into(), path: rel.clone(), success: true, ..Default::default() };
+        let mut out = MarkdownOutput {
+            operation: input.operation.name().into(),
+            path: rel.clone(),
+            success: true,
+            ..Default::default()
+        };
         match input.operation {
             Operation::Outline => {
                 let h = doc.headings.clone();
@@ -272,13 +280,23 @@ impl<'a> Doc<'a> {
     fn new(text: &'a str) -> Doc<'a> {
         let mut line_starts = vec![0];
         line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        let mut d = Doc { text, line_starts, headings: Vec::new(), code_lines: Vec::new(), unclosed_fences: Vec::new(), links: Vec::new(), html_anchors: Vec::new() };
+        let mut d = Doc {
+            text,
+            line_starts,
+            headings: Vec::new(),
+            code_lines: Vec::new(),
+            unclosed_fences: Vec::new(),
+            links: Vec::new(),
+            html_anchors: Vec::new(),
+        };
         let mut slugger = Slugger::default();
         let mut heading: Option<(u8, usize, String)> = None;
         let mut link: Option<(String, usize, bool, String)> = None;
         for (ev, range) in Parser::new_ext(text, options()).into_offset_iter() {
             match ev {
-                Event::Start(Tag::Heading { level, .. }) => heading = Some((level_num(level), d.line_of(range.start), String::new())),
+                Event::Start(Tag::Heading { level, .. }) => {
+                    heading = Some((level_num(level), d.line_of(range.start), String::new()))
+                }
                 Event::End(TagEnd::Heading(_)) => {
                     if let Some((level, line, t)) = heading.take() {
                         let t = t.trim().to_string();
@@ -306,8 +324,12 @@ impl<'a> Doc<'a> {
                         }
                     }
                 }
-                Event::Start(Tag::Link { dest_url, .. }) => link = Some((dest_url.to_string(), d.line_of(range.start), false, String::new())),
-                Event::Start(Tag::Image { dest_url, .. }) => link = Some((dest_url.to_string(), d.line_of(range.start), true, String::new())),
+                Event::Start(Tag::Link { dest_url, .. }) => {
+                    link = Some((dest_url.to_string(), d.line_of(range.start), false, String::new()))
+                }
+                Event::Start(Tag::Image { dest_url, .. }) => {
+                    link = Some((dest_url.to_string(), d.line_of(range.start), true, String::new()))
+                }
                 Event::End(TagEnd::Link) | Event::End(TagEnd::Image) => {
                     if let Some((url, line, img, t)) = link.take() {
                         d.links.push((url, line, img, t.trim().is_empty()));
@@ -385,7 +407,12 @@ impl<'a> Doc<'a> {
                 let next_blank = lines.get(i + 1).is_none_or(|l| l.trim().is_empty());
                 let hard_break = trailing == "  " && !next_blank;
                 if !hard_break {
-                    out.push((n, "trailing-whitespace", trimmed.chars().count() + 1, format!("{} trailing whitespace characters", trailing.chars().count())));
+                    out.push((
+                        n,
+                        "trailing-whitespace",
+                        trimmed.chars().count() + 1,
+                        format!("{} trailing whitespace characters", trailing.chars().count()),
+                    ));
                 }
             } else if !trailing.is_empty() && line.len() > 0 && trimmed.is_empty() && n < lines.len() {
                 out.push((n, "trailing-whitespace", 1, "a blank line holding whitespace".to_string()));
@@ -394,7 +421,12 @@ impl<'a> Doc<'a> {
             if (1..=6).contains(&hashes) && !heading_lines.contains(&n) {
                 let after = line[hashes..].chars().next();
                 if after.is_some_and(|c| !c.is_whitespace() && c != '#') && !line.starts_with("#!") {
-                    out.push((n, "missing-space-atx-heading", hashes + 1, "no space after the `#`s, so this is not a heading".to_string()));
+                    out.push((
+                        n,
+                        "missing-space-atx-heading",
+                        hashes + 1,
+                        "no space after the `#`s, so this is not a heading".to_string(),
+                    ));
                 }
             }
         }
@@ -403,7 +435,12 @@ impl<'a> Doc<'a> {
 
     fn diagnostics(&self) -> Vec<Diagnostic> {
         let mut d = Vec::new();
-        let diag = |code: &str, line: usize, column: usize, message: String| Diagnostic { code: code.into(), line, column, message };
+        let diag = |code: &str, line: usize, column: usize, message: String| Diagnostic {
+            code: code.into(),
+            line,
+            column,
+            message,
+        };
         // Headings.
         let mut first_seen: HashMap<(String, u8), usize> = HashMap::new();
         let mut prev_level = 0u8;
@@ -411,32 +448,66 @@ impl<'a> Doc<'a> {
         for h in &self.headings {
             let key = (h.text.to_lowercase(), h.level);
             if let Some(first) = first_seen.get(&key) {
-                d.push(diag("duplicate-heading", h.line, 1, format!("heading \"{}\" repeats line {first}; its anchor becomes #{}", h.text, h.anchor)));
+                d.push(diag(
+                    "duplicate-heading",
+                    h.line,
+                    1,
+                    format!("heading \"{}\" repeats line {first}; its anchor becomes #{}", h.text, h.anchor),
+                ));
             } else {
                 first_seen.insert(key, h.line);
             }
             if prev_level > 0 && h.level > prev_level + 1 {
-                d.push(diag("heading-hierarchy-jump", h.line, 1, format!("level {} heading follows a level {prev_level} heading; use level {}", h.level, prev_level + 1)));
+                d.push(diag(
+                    "heading-hierarchy-jump",
+                    h.line,
+                    1,
+                    format!(
+                        "level {} heading follows a level {prev_level} heading; use level {}",
+                        h.level,
+                        prev_level + 1
+                    ),
+                ));
             }
             prev_level = h.level;
             if h.level == 1 {
                 match h1 {
                     None => h1 = Some(h.line),
-                    Some(first) => d.push(diag("multiple-top-level-headings", h.line, 1, format!("a second level-1 heading (the first is on line {first}); a document has one title"))),
+                    Some(first) => d.push(diag(
+                        "multiple-top-level-headings",
+                        h.line,
+                        1,
+                        format!("a second level-1 heading (the first is on line {first}); a document has one title"),
+                    )),
                 }
             }
         }
         // Links and images.
         for (url, line, img, empty_text) in &self.links {
             if url.trim().is_empty() {
-                d.push(diag("empty-link-target", *line, 1, format!("{} has an empty target", if *img { "an image" } else { "a link" })));
+                d.push(diag(
+                    "empty-link-target",
+                    *line,
+                    1,
+                    format!("{} has an empty target", if *img { "an image" } else { "a link" }),
+                ));
             }
             if *img && *empty_text {
-                d.push(diag("missing-alt-text", *line, 1, format!("image \"{url}\" has no alt text; describe it between the brackets")));
+                d.push(diag(
+                    "missing-alt-text",
+                    *line,
+                    1,
+                    format!("image \"{url}\" has no alt text; describe it between the brackets"),
+                ));
             }
         }
         for line in &self.unclosed_fences {
-            d.push(diag("unclosed-code-fence", *line, 1, "this code fence is never closed, so the rest of the file is code".to_string()));
+            d.push(diag(
+                "unclosed-code-fence",
+                *line,
+                1,
+                "this code fence is never closed, so the rest of the file is code".to_string(),
+            ));
         }
         for (line, code, col, msg) in self.line_findings() {
             d.push(diag(code, line, col, msg));
@@ -589,7 +660,14 @@ fn suggestions(doc: &Doc<'_>, rel: &str) -> Vec<Edit> {
                 let mut new = old.trim_end_matches('\n').to_string();
                 new.push_str(&format!("\n{fence}\n"));
                 if working.matches(old.as_str()).count() == 1 {
-                    edits.push(Edit { code: "unclosed-code-fence".into(), codes: vec!["unclosed-code-fence".into()], line: start, path: rel.into(), old_text: old, new_text: new });
+                    edits.push(Edit {
+                        code: "unclosed-code-fence".into(),
+                        codes: vec!["unclosed-code-fence".into()],
+                        line: start,
+                        path: rel.into(),
+                        old_text: old,
+                        new_text: new,
+                    });
                 }
                 break;
             }
@@ -693,7 +771,12 @@ fn check_links(doc: &Doc<'_>, rel: &str) -> (Vec<Diagnostic>, Vec<Link>) {
         if let Some(anchor) = url.strip_prefix('#') {
             let ok = anchor.is_empty() || anchor_matches(&own, anchor);
             if !ok {
-                diags.push(Diagnostic { code: "broken-anchor".into(), line: *line, column: 1, message: format!("no heading here has the anchor #{anchor}") });
+                diags.push(Diagnostic {
+                    code: "broken-anchor".into(),
+                    line: *line,
+                    column: 1,
+                    message: format!("no heading here has the anchor #{anchor}"),
+                });
             }
             links.push(Link { target: url.into(), line: *line, kind: "anchor".into(), ok: Some(ok) });
             continue;
@@ -705,14 +788,24 @@ fn check_links(doc: &Doc<'_>, rel: &str) -> (Vec<Diagnostic>, Vec<Link>) {
         let path_part = path_part.split('?').next().unwrap_or(path_part);
         let decoded = percent_decode(path_part);
         let Some(target) = join(base_dir, &decoded) else {
-            diags.push(Diagnostic { code: "link-outside-workspace".into(), line: *line, column: 1, message: format!("\"{url}\" points above the workspace root") });
+            diags.push(Diagnostic {
+                code: "link-outside-workspace".into(),
+                line: *line,
+                column: 1,
+                message: format!("\"{url}\" points above the workspace root"),
+            });
             links.push(Link { target: url.into(), line: *line, kind: "local".into(), ok: Some(false) });
             continue;
         };
         let kind = exists(&target, &mut listings);
         let mut ok = kind.is_some();
         if !ok {
-            diags.push(Diagnostic { code: "broken-local-link".into(), line: *line, column: 1, message: format!("\"{url}\" does not exist (looked for {target})") });
+            diags.push(Diagnostic {
+                code: "broken-local-link".into(),
+                line: *line,
+                column: 1,
+                message: format!("\"{url}\" does not exist (looked for {target})"),
+            });
         } else if let Some(a) = anchor.filter(|a| !a.is_empty()) {
             let is_md = target.ends_with(".md") || target.ends_with(".markdown");
             if kind == Some(EntryKind::File) && is_md {
@@ -725,7 +818,12 @@ fn check_links(doc: &Doc<'_>, rel: &str) -> (Vec<Diagnostic>, Vec<Link>) {
                 if let Some(list) = anchors {
                     if !anchor_matches(list, a) {
                         ok = false;
-                        diags.push(Diagnostic { code: "broken-anchor".into(), line: *line, column: 1, message: format!("{target} has no heading with the anchor #{a}") });
+                        diags.push(Diagnostic {
+                            code: "broken-anchor".into(),
+                            line: *line,
+                            column: 1,
+                            message: format!("{target} has no heading with the anchor #{a}"),
+                        });
                     }
                 }
             }

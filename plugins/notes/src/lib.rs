@@ -37,7 +37,10 @@ impl Tool for Think {
     type Output = ThinkOutput;
     fn run(input: ThinkInput, _cx: &Context) -> Result<ThinkOutput, Failure> {
         if input.thought.len() > MAX_THOUGHT_BYTES {
-            return Err(Failure::new(ErrorKind::TooLarge, format!("the thought is {} bytes; keep it under {MAX_THOUGHT_BYTES}", input.thought.len())));
+            return Err(Failure::new(
+                ErrorKind::TooLarge,
+                format!("the thought is {} bytes; keep it under {MAX_THOUGHT_BYTES}", input.thought.len()),
+            ));
         }
         let words = input.thought.split_whitespace().count();
         Ok(ThinkOutput { success: true, summary: format!("Noted a thought of {words} words") })
@@ -92,7 +95,10 @@ impl Tool for TodoWrite {
     type Output = TodoOutput;
     fn run(input: TodoInput, _cx: &Context) -> Result<TodoOutput, Failure> {
         if input.todos.len() > MAX_TODOS {
-            return Err(Failure::new(ErrorKind::TooLarge, format!("{} items; a plan holds at most {MAX_TODOS}: merge or drop finished ones", input.todos.len())));
+            return Err(Failure::new(
+                ErrorKind::TooLarge,
+                format!("{} items; a plan holds at most {MAX_TODOS}: merge or drop finished ones", input.todos.len()),
+            ));
         }
         let mut ids = std::collections::HashSet::new();
         for t in &input.todos {
@@ -103,10 +109,14 @@ impl Tool for TodoWrite {
                 return Err(Failure::invalid_argument(format!("id \"{}\" appears twice; ids must be unique", t.id)));
             }
             if t.content.chars().count() > MAX_TODO_CHARS {
-                return Err(Failure::new(ErrorKind::TooLarge, format!("item \"{}\" is longer than {MAX_TODO_CHARS} characters", t.id)));
+                return Err(Failure::new(
+                    ErrorKind::TooLarge,
+                    format!("item \"{}\" is longer than {MAX_TODO_CHARS} characters", t.id),
+                ));
             }
         }
-        let previous: Vec<Todo> = host::state_get(PLAN_KEY).and_then(|s| serde_json::from_str(&s).ok()).unwrap_or_default();
+        let previous: Vec<Todo> =
+            host::state_get(PLAN_KEY).and_then(|s| serde_json::from_str(&s).ok()).unwrap_or_default();
         let json = serde_json::to_string(&input.todos).map_err(|e| Failure::new(ErrorKind::Crashed, e.to_string()))?;
         host::state_set(PLAN_KEY, &json)?;
         let count = |s: TodoStatus| input.todos.iter().filter(|t| t.status == s).count();

@@ -99,7 +99,11 @@ impl Tool for WorkspacePreview {
         let max = match input.max_bytes {
             None => MAX_PREVIEW_BYTES,
             Some(n) if (1..=MAX_PREVIEW_BYTES as u64).contains(&n) => n as usize,
-            Some(n) => return Err(Failure::invalid_argument(format!("max_bytes {n} is out of range: use 1 to {MAX_PREVIEW_BYTES}"))),
+            Some(n) => {
+                return Err(Failure::invalid_argument(format!(
+                    "max_bytes {n} is out of range: use 1 to {MAX_PREVIEW_BYTES}"
+                )));
+            }
         };
         let op_name = match input.operation {
             Operation::Markdown => "markdown",
@@ -115,7 +119,10 @@ impl Tool for WorkspacePreview {
                     file_metadata(&r.path, &r.rel)?
                 }
                 None => {
-                    let c = input.content.as_deref().ok_or_else(|| Failure::invalid_argument("give `path` (a workspace file) or `content`"))?;
+                    let c = input
+                        .content
+                        .as_deref()
+                        .ok_or_else(|| Failure::invalid_argument("give `path` (a workspace file) or `content`"))?;
                     bytes_metadata(c.as_bytes())
                 }
             };
@@ -142,19 +149,30 @@ impl Tool for WorkspacePreview {
                 let r = cx.resolve(p)?;
                 let bytes = host::read_file(&r.rel, MAX_SOURCE_BYTES)?;
                 if looks_binary(&bytes) {
-                    return Err(Failure::new(ErrorKind::BinaryFile, format!("\"{p}\" is a binary file; use operation artifact_summary to describe it")));
+                    return Err(Failure::new(
+                        ErrorKind::BinaryFile,
+                        format!("\"{p}\" is a binary file; use operation artifact_summary to describe it"),
+                    ));
                 }
                 out.source_path = Some(r.rel);
                 String::from_utf8_lossy(&bytes).into_owned()
             }
-            None => input.content.clone().ok_or_else(|| Failure::invalid_argument("give `path` (a workspace file) or `content`"))?,
+            None => input
+                .content
+                .clone()
+                .ok_or_else(|| Failure::invalid_argument("give `path` (a workspace file) or `content`"))?,
         };
         out.source_bytes = source.len() as u64;
         match input.operation {
             Operation::Markdown => {
                 let html = render_markdown(&source);
                 let (p, t) = bound(&html, max, true);
-                out.summary = format!("Rendered {} bytes of Markdown to {} bytes of sanitized HTML{}", source.len(), html.len(), if t { " (cut: head and tail kept)" } else { "" });
+                out.summary = format!(
+                    "Rendered {} bytes of Markdown to {} bytes of sanitized HTML{}",
+                    source.len(),
+                    html.len(),
+                    if t { " (cut: head and tail kept)" } else { "" }
+                );
                 out.format = "html".into();
                 out.preview = p;
                 out.preview_truncated = t;
@@ -184,8 +202,9 @@ cheng_sdk::export_tools!(WorkspacePreview);
 
 /// Markdown to sanitized HTML.
 pub fn render_markdown(src: &str) -> String {
-    use pulldown_cmark::{html, Options, Parser};
-    let opts = Options::ENABLE_TABLES | Options::ENABLE_FOOTNOTES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    use pulldown_cmark::{Options, Parser, html};
+    let opts =
+        Options::ENABLE_TABLES | Options::ENABLE_FOOTNOTES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
     let mut raw = String::with_capacity(src.len() * 3 / 2);
     html::push_html(&mut raw, Parser::new_ext(src, opts));
     let mut b = ammonia::Builder::default();
@@ -262,8 +281,35 @@ pub fn summarize_html(src: &str) -> HtmlSummary {
     use scraper::{Html, Node};
     const SKIP: &[&str] = &["script", "style", "noscript", "template", "head", "svg", "iframe", "object"];
     const BLOCK: &[&str] = &[
-        "p", "div", "br", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "table", "section", "article", "header",
-        "footer", "nav", "main", "blockquote", "pre", "hr", "dt", "dd", "figure", "figcaption", "form", "aside",
+        "p",
+        "div",
+        "br",
+        "li",
+        "ul",
+        "ol",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "tr",
+        "table",
+        "section",
+        "article",
+        "header",
+        "footer",
+        "nav",
+        "main",
+        "blockquote",
+        "pre",
+        "hr",
+        "dt",
+        "dd",
+        "figure",
+        "figcaption",
+        "form",
+        "aside",
     ];
     let doc = Html::parse_document(src);
     let mut s = HtmlSummary::default();
@@ -296,7 +342,8 @@ pub fn summarize_html(src: &str) -> HtmlSummary {
         match edge {
             ego_tree::iter::Edge::Open(n) => {
                 if let Node::Text(t) = n.value() {
-                    let hidden = n.ancestors().any(|a| a.value().as_element().is_some_and(|e| SKIP.contains(&e.name())));
+                    let hidden =
+                        n.ancestors().any(|a| a.value().as_element().is_some_and(|e| SKIP.contains(&e.name())));
                     if !hidden {
                         line.push_str(t);
                         line.push(' ');
@@ -386,7 +433,8 @@ fn svg_size(text: &str) -> Option<(f64, f64)> {
         return Some((w, h));
     }
     let vb = attr("viewBox")?;
-    let parts: Vec<f64> = vb.split(|c: char| c == ' ' || c == ',').filter(|p| !p.is_empty()).filter_map(|p| p.parse().ok()).collect();
+    let parts: Vec<f64> =
+        vb.split(|c: char| c == ' ' || c == ',').filter(|p| !p.is_empty()).filter_map(|p| p.parse().ok()).collect();
     (parts.len() == 4).then(|| (parts[2], parts[3]))
 }
 

@@ -68,7 +68,8 @@ impl Tool for FindFiles {
         if !base.path.is_dir() {
             return Err(Failure::invalid_argument(format!("\"{}\" is not a directory", input.path)));
         }
-        let mut out = Output { success: true, summary: String::new(), paths: Vec::new(), truncated: false, skipped: Vec::new() };
+        let mut out =
+            Output { success: true, summary: String::new(), paths: Vec::new(), truncated: false, skipped: Vec::new() };
         let opts = WalkOptions {
             respect_ignores: input.respect_gitignore,
             max_depth: input.max_depth as usize,

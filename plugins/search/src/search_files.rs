@@ -7,7 +7,9 @@ use grep_matcher::Matcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch};
 
-use cheng_fs_core::caps::{SEARCH_DEFAULT_MATCHES, SEARCH_DEFAULT_MAX_FILE_BYTES, SEARCH_LINE_CHARS, SEARCH_MAX_CONTEXT, SEARCH_MAX_MATCHES};
+use cheng_fs_core::caps::{
+    SEARCH_DEFAULT_MATCHES, SEARCH_DEFAULT_MAX_FILE_BYTES, SEARCH_LINE_CHARS, SEARCH_MAX_CONTEXT, SEARCH_MAX_MATCHES,
+};
 use cheng_fs_core::walk::{PathGlob, WalkOptions, walk_files};
 
 pub struct SearchFiles;
@@ -168,7 +170,11 @@ impl Tool for SearchFiles {
             .fixed_strings(input.literal)
             .line_terminator(Some(b'\n'))
             .build(&input.pattern)
-            .map_err(|e| Failure::invalid_argument(format!("pattern is not a valid regular expression: {e}. Pass literal=true to search for it as plain text")))?;
+            .map_err(|e| {
+                Failure::invalid_argument(format!(
+                    "pattern is not a valid regular expression: {e}. Pass literal=true to search for it as plain text"
+                ))
+            })?;
         let glob = input.glob.as_deref().map(|g| PathGlob::new(g, "glob")).transpose()?;
         let base = cx.resolve(&input.path)?;
         let mut searcher = SearcherBuilder::new()
@@ -190,7 +196,12 @@ impl Tool for SearchFiles {
             let size = std::fs::metadata(&base.path).map(|m| m.len()).unwrap_or(0);
             todo.push((base.rel.clone(), size));
         } else {
-            let opts = WalkOptions { respect_ignores: input.respect_gitignore, max_depth: usize::MAX, hidden: input.include_hidden, sizes: true };
+            let opts = WalkOptions {
+                respect_ignores: input.respect_gitignore,
+                max_depth: usize::MAX,
+                hidden: input.include_hidden,
+                sizes: true,
+            };
             walk_files(cx, &base.rel, &opts, &mut skipped, &mut |f| {
                 if glob.as_ref().is_none_or(|g| g.is_match(&f.under_base)) {
                     todo.push((f.rel, f.size));
@@ -217,7 +228,8 @@ impl Tool for SearchFiles {
                 // A file that vanished or grew past the cap meanwhile is skipped.
                 let Ok(data) = data else { continue };
                 files_searched += 1;
-                let mut sink = Collect { path: rel, matcher: &matcher, out: &mut matches, cap, before: Vec::new(), full: false };
+                let mut sink =
+                    Collect { path: rel, matcher: &matcher, out: &mut matches, cap, before: Vec::new(), full: false };
                 let _ = searcher.search_slice(&matcher, &data, &mut sink);
                 if sink.full {
                     truncated = true;

@@ -152,7 +152,12 @@ impl Tool for WorkspaceShell {
                     Some(sig) => format!("signal {sig} ({})", signal_name(sig)),
                     None => "a signal".to_string(),
                 };
-                (format!("`{display}` was ended by {what}"), None, false, Some(format!("the process was ended by {what}")))
+                (
+                    format!("`{display}` was ended by {what}"),
+                    None,
+                    false,
+                    Some(format!("the process was ended by {what}")),
+                )
             }
             Termination::SpawnFailed => {
                 let why = out.error.clone().unwrap_or_else(|| "it could not be started".to_string());

@@ -78,7 +78,9 @@ pub fn runner_hint(command: &str, args: &[String]) -> Option<Runner> {
         },
         "cargo-nextest" => Some(Runner::Nextest),
         "pytest" | "py.test" => Some(Runner::Pytest),
-        p if p.starts_with("python") && args.windows(2).any(|w| w[0] == "-m" && w[1] == "pytest") => Some(Runner::Pytest),
+        p if p.starts_with("python") && args.windows(2).any(|w| w[0] == "-m" && w[1] == "pytest") => {
+            Some(Runner::Pytest)
+        }
         "jest" => Some(Runner::Jest),
         "vitest" => Some(Runner::Vitest),
         "npx" | "pnpm" | "yarn" | "bunx" | "pnpx" => {
@@ -165,10 +167,14 @@ fn detect(lines: &[&str]) -> Vec<Runner> {
     if any(&|l| l.contains("Nextest run ID") || l.trim_start().starts_with("Summary [")) {
         found.push(Runner::Nextest);
     }
-    if any(&|l| l.starts_with("test result: ") || l.starts_with("running ") && l.ends_with(" tests")) || any(&|l| l.starts_with("error[E") || l.starts_with("error: could not compile")) {
+    if any(&|l| l.starts_with("test result: ") || l.starts_with("running ") && l.ends_with(" tests"))
+        || any(&|l| l.starts_with("error[E") || l.starts_with("error: could not compile"))
+    {
         found.push(Runner::CargoTest);
     }
-    if any(&|l| l.starts_with("====") && l.contains(" in ") && l.trim_end().ends_with('=')) || any(&|l| l.starts_with("platform ") && l.contains("pytest")) {
+    if any(&|l| l.starts_with("====") && l.contains(" in ") && l.trim_end().ends_with('='))
+        || any(&|l| l.starts_with("platform ") && l.contains("pytest"))
+    {
         found.push(Runner::Pytest);
     }
     if any(&|l| l.starts_with("Tests:") || l.starts_with("Test Suites:")) {
@@ -177,7 +183,9 @@ fn detect(lines: &[&str]) -> Vec<Runner> {
     if any(&|l| l.trim_start().starts_with("Test Files ") || l.trim_start().starts_with("RUN  v")) {
         found.push(Runner::Vitest);
     }
-    if any(&|l| l.starts_with("--- FAIL: ") || l.starts_with("--- PASS: ") || l.starts_with("ok  \t") || l.starts_with("FAIL\t")) {
+    if any(&|l| {
+        l.starts_with("--- FAIL: ") || l.starts_with("--- PASS: ") || l.starts_with("ok  \t") || l.starts_with("FAIL\t")
+    }) {
         found.push(Runner::GoTest);
     }
     found
@@ -185,7 +193,10 @@ fn detect(lines: &[&str]) -> Vec<Runner> {
 
 /// `"12 passed"` style pairs in `s`, as (number, word).
 fn counts(s: &str) -> Vec<(u64, String)> {
-    let words: Vec<&str> = s.split(|c: char| c.is_whitespace() || c == ',' || c == ';' || c == '|' || c == '(' || c == ')').filter(|w| !w.is_empty()).collect();
+    let words: Vec<&str> = s
+        .split(|c: char| c.is_whitespace() || c == ',' || c == ';' || c == '|' || c == '(' || c == ')')
+        .filter(|w| !w.is_empty())
+        .collect();
     let mut out = Vec::new();
     for w in words.windows(2) {
         if let Ok(n) = w[0].parse::<u64>() {
@@ -249,14 +260,23 @@ fn rust_panics(lines: &[&str], rep: &mut Report) {
             if rep.failures.iter().any(|f| f.name == name) {
                 continue;
             }
-            rep.failures.push(Failure { name, file: Some(file), line: Some(line), message: cut(&following_message(lines, i + 1)) });
+            rep.failures.push(Failure {
+                name,
+                file: Some(file),
+                line: Some(line),
+                message: cut(&following_message(lines, i + 1)),
+            });
         }
     }
 }
 
 fn compile_errors(lines: &[&str], rep: &mut Report) {
     for (i, l) in lines.iter().enumerate() {
-        let is_error = l.starts_with("error[E") || (l.starts_with("error: ") && !l.starts_with("error: could not compile") && !l.starts_with("error: test failed") && !l.starts_with("error: aborting"));
+        let is_error = l.starts_with("error[E")
+            || (l.starts_with("error: ")
+                && !l.starts_with("error: could not compile")
+                && !l.starts_with("error: test failed")
+                && !l.starts_with("error: aborting"));
         if !is_error {
             continue;
         }
@@ -346,7 +366,9 @@ fn nextest(lines: &[&str]) -> Report {
 fn pytest(lines: &[&str]) -> Report {
     let mut rep = Report::default();
     // The last "==== 2 failed, 1 passed in 0.02s ====" line.
-    if let Some(l) = lines.iter().rev().find(|l| l.starts_with('=') && l.contains(" in ") && l.trim_end().ends_with('=')) {
+    if let Some(l) =
+        lines.iter().rev().find(|l| l.starts_with('=') && l.contains(" in ") && l.trim_end().ends_with('='))
+    {
         let inner = l.trim_matches('=').trim();
         let c = counts(inner);
         if !c.is_empty() {
@@ -389,7 +411,14 @@ fn pytest(lines: &[&str]) -> Report {
         let short = node.rsplit("::").next().unwrap_or(node);
         let line = locs.iter().find(|(n, f, _)| (n == short || n.ends_with(short)) && *f == file).map(|(_, _, l)| *l);
         let message = if msg.is_empty() && kind == "error" {
-            lines.iter().filter_map(|l| l.trim_start().strip_prefix("E ")).map(str::trim).filter(|m| m.contains("Error")).last().unwrap_or("error while collecting").to_string()
+            lines
+                .iter()
+                .filter_map(|l| l.trim_start().strip_prefix("E "))
+                .map(str::trim)
+                .filter(|m| m.contains("Error"))
+                .last()
+                .unwrap_or("error while collecting")
+                .to_string()
         } else {
             msg.to_string()
         };
@@ -426,7 +455,12 @@ fn jest(lines: &[&str]) -> Report {
             let t = l.trim_start();
             if t.starts_with("at ") { js_location(t) } else { None }
         });
-        rep.failures.push(Failure { name: name.trim().to_string(), file: loc.as_ref().map(|x| x.0.clone()), line: loc.map(|x| x.1), message: cut(&message) });
+        rep.failures.push(Failure {
+            name: name.trim().to_string(),
+            file: loc.as_ref().map(|x| x.0.clone()),
+            line: loc.map(|x| x.1),
+            message: cut(&message),
+        });
     }
     rep
 }
@@ -449,7 +483,10 @@ fn vitest(lines: &[&str]) -> Report {
             .take_while(|l| !l.trim_start().starts_with("FAIL ") && !l.contains("⎯⎯⎯"))
             .filter_map(|l| l.trim_start().strip_prefix("❯ "))
             .find_map(js_location);
-        let file = loc.as_ref().map(|x| x.0.clone()).or_else(|| name.split(" > ").next().map(|f| f.split(" [").next().unwrap_or(f).to_string()));
+        let file = loc
+            .as_ref()
+            .map(|x| x.0.clone())
+            .or_else(|| name.split(" > ").next().map(|f| f.split(" [").next().unwrap_or(f).to_string()));
         rep.failures.push(Failure { name: name.to_string(), file, line: loc.map(|x| x.1), message: cut(&message) });
     }
     if rep.passed.is_none() && !rep.failures.is_empty() {
@@ -474,7 +511,11 @@ fn go(lines: &[&str]) -> Report {
         let Some(rest) = l.trim_start().strip_prefix("--- FAIL: ") else { continue };
         let name = rest.split_whitespace().next().unwrap_or(rest).to_string();
         // The test's log lines come before its --- FAIL line (with -v) or right after it.
-        let around = lines[..i].iter().rev().take_while(|l| !l.starts_with("=== RUN") && !l.starts_with("---")).chain(lines[i + 1..].iter().take_while(|l| l.starts_with("    ")));
+        let around = lines[..i]
+            .iter()
+            .rev()
+            .take_while(|l| !l.starts_with("=== RUN") && !l.starts_with("---"))
+            .chain(lines[i + 1..].iter().take_while(|l| l.starts_with("    ")));
         let mut loc = None;
         for l in around {
             if let Some((pos, msg)) = l.trim().split_once(": ") {

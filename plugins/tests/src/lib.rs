@@ -212,7 +212,9 @@ fn run(input: &TestsInput) -> Result<TestsOutput, Failure> {
     };
     let out = host::run_process(&req)?;
     let report = parse(runner_hint(&command, &input.args), &out.stdout, &out.stderr);
-    let runner = report.runner.map(|r| serde_json::to_value(r).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default());
+    let runner = report
+        .runner
+        .map(|r| serde_json::to_value(r).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default());
     let counts = match (report.passed, report.failed) {
         (Some(p), Some(f)) => format!("{p} passed, {f} failed"),
         (None, Some(f)) => format!("{f} failed"),
@@ -223,13 +225,24 @@ fn run(input: &TestsInput) -> Result<TestsOutput, Failure> {
         Termination::Exited => {
             let code = out.exit_code.unwrap_or(-1);
             let verdict = if code == 0 { "passed" } else { "failed" };
-            (format!("Tests {verdict}: {counts}; `{}` exited with code {code} after {secs:.1} s", out.command_display), None, false, None)
+            (
+                format!(
+                    "Tests {verdict}: {counts}; `{}` exited with code {code} after {secs:.1} s",
+                    out.command_display
+                ),
+                None,
+                false,
+                None,
+            )
         }
         Termination::TimedOut => (
             format!("Command timed out after {} ms and was killed; {counts}", out.timeout_ms),
             Some(ErrorKind::Timeout),
             false,
-            Some(format!("the test run was still going after {} ms; give a larger timeout_ms (at most {MAX_TIMEOUT_MS}) or run fewer tests", out.timeout_ms)),
+            Some(format!(
+                "the test run was still going after {} ms; give a larger timeout_ms (at most {MAX_TIMEOUT_MS}) or run fewer tests",
+                out.timeout_ms
+            )),
         ),
         Termination::Cancelled => (
             format!("The test run was cancelled after {secs:.1} s; {counts}"),
@@ -245,7 +258,12 @@ fn run(input: &TestsInput) -> Result<TestsOutput, Failure> {
         ),
         Termination::SpawnFailed => {
             let why = out.error.clone().unwrap_or_else(|| "it could not be started".into());
-            (format!("`{}` could not be started: {why}", out.command_display), Some(ErrorKind::SpawnFailed), true, Some(why))
+            (
+                format!("`{}` could not be started: {why}", out.command_display),
+                Some(ErrorKind::SpawnFailed),
+                true,
+                Some(why),
+            )
         }
     };
     Ok(TestsOutput {
@@ -257,7 +275,11 @@ fn run(input: &TestsInput) -> Result<TestsOutput, Failure> {
         failed: report.failed,
         duration_ms: Some(out.duration_ms),
         failure_summary: Some(
-            report.failures.into_iter().map(|f| FailureHint { name: f.name, file: f.file, line: f.line, message: f.message }).collect(),
+            report
+                .failures
+                .into_iter()
+                .map(|f| FailureHint { name: f.name, file: f.file, line: f.line, message: f.message })
+                .collect(),
         ),
         runner,
         termination: Some(out.termination.as_str().to_string()),
@@ -285,7 +307,8 @@ struct Dir {
 impl Dir {
     fn open(rel: &str) -> Result<Dir, Failure> {
         let entries = host::read_dir(rel, false)?;
-        let names = entries.into_iter().filter(|e| e.valid_utf8 && e.kind != EntryKind::Symlink).map(|e| e.name).collect();
+        let names =
+            entries.into_iter().filter(|e| e.valid_utf8 && e.kind != EntryKind::Symlink).map(|e| e.name).collect();
         Ok(Dir { rel: rel.to_string(), names, read: RefCell::default() })
     }
 
@@ -304,7 +327,9 @@ impl Dir {
         self.read
             .borrow_mut()
             .entry(name.to_string())
-            .or_insert_with(|| host::read_file(&self.path(name), MAX_MANIFEST).ok().map(|b| String::from_utf8_lossy(&b).into()))
+            .or_insert_with(|| {
+                host::read_file(&self.path(name), MAX_MANIFEST).ok().map(|b| String::from_utf8_lossy(&b).into())
+            })
             .clone()
     }
 
@@ -332,9 +357,18 @@ fn ancestor_lock(rel: &str) -> Option<(String, Evidence)> {
             serde_json::from_str::<serde_json::Value>(&t).ok()?.get("packageManager")?.as_str().map(str::to_string)
         }) {
             let name = spec.split('@').next().unwrap_or(&spec).to_string();
-            return Some((name, d.ev("package.json", &format!("workspace root packageManager: {spec}"), Some("\"packageManager\""))));
+            return Some((
+                name,
+                d.ev("package.json", &format!("workspace root packageManager: {spec}"), Some("\"packageManager\"")),
+            ));
         }
-        for (file, pm) in [("pnpm-lock.yaml", "pnpm"), ("yarn.lock", "yarn"), ("bun.lock", "bun"), ("bun.lockb", "bun"), ("package-lock.json", "npm")] {
+        for (file, pm) in [
+            ("pnpm-lock.yaml", "pnpm"),
+            ("yarn.lock", "yarn"),
+            ("bun.lock", "bun"),
+            ("bun.lockb", "bun"),
+            ("package-lock.json", "npm"),
+        ] {
             if d.has(file) {
                 return Some((pm.to_string(), d.ev(file, &format!("workspace root {pm} lock file"), None)));
             }
@@ -348,7 +382,14 @@ fn line_of(text: &str, needle: &str) -> Option<u32> {
     text.lines().position(|l| l.contains(needle)).map(|i| i as u32 + 1)
 }
 
-fn suggestion(runner: &str, command: &str, args: &[&str], cwd: &str, confidence: &str, evidence: Vec<Evidence>) -> Suggestion {
+fn suggestion(
+    runner: &str,
+    command: &str,
+    args: &[&str],
+    cwd: &str,
+    confidence: &str,
+    evidence: Vec<Evidence>,
+) -> Suggestion {
     Suggestion {
         runner: runner.into(),
         command: command.into(),
@@ -385,8 +426,11 @@ fn detect(input: &TestsInput, cx: &Context) -> Result<TestsOutput, Failure> {
             ev.push(dir.ev("Cargo.toml", "[package]: a crate", Some("[package]")));
         }
         if let Some(ws) = ws {
-            let members: Vec<String> =
-                ws.get("members").and_then(|m| m.as_array()).map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()).unwrap_or_default();
+            let members: Vec<String> = ws
+                .get("members")
+                .and_then(|m| m.as_array())
+                .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+                .unwrap_or_default();
             let e = dir.ev("Cargo.toml", "[workspace]: a Cargo workspace", Some("[workspace]"));
             ev.push(e.clone());
             if !members.is_empty() {
@@ -437,7 +481,13 @@ fn detect(input: &TestsInput, cx: &Context) -> Result<TestsOutput, Failure> {
         };
         let script = pkg.get("scripts").and_then(|s| s.get("test")).and_then(|v| v.as_str());
         if let Some(s) = script.filter(|s| !s.contains("no test specified")) {
-            let runner = if s.contains("vitest") { "vitest" } else if s.contains("jest") { "jest" } else { "npm script" };
+            let runner = if s.contains("vitest") {
+                "vitest"
+            } else if s.contains("jest") {
+                "jest"
+            } else {
+                "npm script"
+            };
             d.suggested_commands.push(suggestion(
                 runner,
                 &pm,
@@ -464,7 +514,10 @@ fn detect(input: &TestsInput, cx: &Context) -> Result<TestsOutput, Failure> {
                     &args,
                     &rel,
                     conf,
-                    vec![dir.ev("package.json", &format!("{runner} is a dependency"), Some(&format!("\"{runner}\""))), pm_ev.clone()],
+                    vec![
+                        dir.ev("package.json", &format!("{runner} is a dependency"), Some(&format!("\"{runner}\""))),
+                        pm_ev.clone(),
+                    ],
                 ));
             }
         }
@@ -478,10 +531,22 @@ fn detect(input: &TestsInput, cx: &Context) -> Result<TestsOutput, Failure> {
             _ => Vec::new(),
         };
         if !ws_members.is_empty() && d.monorepo.is_none() {
-            d.monorepo = Some(Monorepo { kind: pm.clone(), members: ws_members, evidence: dir.ev("package.json", "workspaces", Some("\"workspaces\"")) });
+            d.monorepo = Some(Monorepo {
+                kind: pm.clone(),
+                members: ws_members,
+                evidence: dir.ev("package.json", "workspaces", Some("\"workspaces\"")),
+            });
         } else if let Some(y) = dir.read("pnpm-workspace.yaml").filter(|_| d.monorepo.is_none()) {
-            let members = y.lines().filter_map(|l| l.trim().strip_prefix("- ")).map(|m| m.trim_matches(|c| c == '\'' || c == '"').to_string()).collect();
-            d.monorepo = Some(Monorepo { kind: "pnpm".into(), members, evidence: dir.ev("pnpm-workspace.yaml", "pnpm workspace", Some("packages")) });
+            let members = y
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix("- "))
+                .map(|m| m.trim_matches(|c| c == '\'' || c == '"').to_string())
+                .collect();
+            d.monorepo = Some(Monorepo {
+                kind: "pnpm".into(),
+                members,
+                evidence: dir.ev("pnpm-workspace.yaml", "pnpm workspace", Some("packages")),
+            });
         }
     }
 
@@ -491,7 +556,11 @@ fn detect(input: &TestsInput, cx: &Context) -> Result<TestsOutput, Failure> {
     let mut py_pm = "pip";
     if let Some(text) = dir.read("pyproject.toml") {
         if text.contains("[tool.pytest.ini_options]") {
-            py_ev.push(dir.ev("pyproject.toml", "[tool.pytest.ini_options]: pytest configuration", Some("[tool.pytest.ini_options]")));
+            py_ev.push(dir.ev(
+                "pyproject.toml",
+                "[tool.pytest.ini_options]: pytest configuration",
+                Some("[tool.pytest.ini_options]"),
+            ));
             pytest_conf = Some("high");
         } else if text.contains("pytest") {
             py_ev.push(dir.ev("pyproject.toml", "pytest is listed", Some("pytest")));
@@ -535,10 +604,12 @@ fn detect(input: &TestsInput, cx: &Context) -> Result<TestsOutput, Failure> {
         pytest_conf.get_or_insert("medium");
     }
     // Test files: test_*.py here or in tests/.
-    let mut test_files: Vec<String> = dir.names.iter().filter(|n| n.starts_with("test") && n.ends_with(".py")).map(|n| dir.path(n)).collect();
+    let mut test_files: Vec<String> =
+        dir.names.iter().filter(|n| n.starts_with("test") && n.ends_with(".py")).map(|n| dir.path(n)).collect();
     if dir.has("tests") {
         if let Ok(t) = Dir::open(&dir.path("tests")) {
-            test_files.extend(t.names.iter().filter(|n| n.starts_with("test") && n.ends_with(".py")).map(|n| t.path(n)));
+            test_files
+                .extend(t.names.iter().filter(|n| n.starts_with("test") && n.ends_with(".py")).map(|n| t.path(n)));
         }
     }
     let is_python = !py_ev.is_empty() || !test_files.is_empty() || dir.has("setup.py") || dir.has("requirements.txt");
@@ -551,7 +622,8 @@ fn detect(input: &TestsInput, cx: &Context) -> Result<TestsOutput, Failure> {
                 let t = String::from_utf8_lossy(&b);
                 if uses_unittest.is_none() {
                     if let Some(l) = line_of(&t, "import unittest") {
-                        uses_unittest = Some(Evidence { file: f.clone(), line: Some(l), text: "imports unittest".into() });
+                        uses_unittest =
+                            Some(Evidence { file: f.clone(), line: Some(l), text: "imports unittest".into() });
                     }
                 }
                 uses_pytest |= t.contains("import pytest") || t.contains("def test_");
@@ -596,21 +668,35 @@ fn detect(input: &TestsInput, cx: &Context) -> Result<TestsOutput, Failure> {
     // Java.
     if dir.has("pom.xml") {
         add_type(&mut d, "java", "maven");
-        let (cmd, ev2) = if dir.has("mvnw") { ("./mvnw", Some(dir.ev("mvnw", "Maven wrapper", None))) } else { ("mvn", None) };
+        let (cmd, ev2) =
+            if dir.has("mvnw") { ("./mvnw", Some(dir.ev("mvnw", "Maven wrapper", None))) } else { ("mvn", None) };
         let mut ev = vec![dir.ev("pom.xml", "Maven project", None)];
         ev.extend(ev2);
         d.suggested_commands.push(suggestion("maven", cmd, &["test"], &rel, "high", ev));
         if let Some(t) = dir.read("pom.xml") {
             if let Some(l) = line_of(&t, "<modules>") {
-                let members = t.lines().filter_map(|l| l.trim().strip_prefix("<module>")).map(|m| m.trim_end_matches("</module>").to_string()).collect();
-                d.monorepo.get_or_insert(Monorepo { kind: "maven".into(), members, evidence: Evidence { file: dir.path("pom.xml"), line: Some(l), text: "<modules>".into() } });
+                let members = t
+                    .lines()
+                    .filter_map(|l| l.trim().strip_prefix("<module>"))
+                    .map(|m| m.trim_end_matches("</module>").to_string())
+                    .collect();
+                d.monorepo.get_or_insert(Monorepo {
+                    kind: "maven".into(),
+                    members,
+                    evidence: Evidence { file: dir.path("pom.xml"), line: Some(l), text: "<modules>".into() },
+                });
             }
         }
     }
-    let gradle_file = ["build.gradle.kts", "build.gradle", "settings.gradle.kts", "settings.gradle"].into_iter().find(|f| dir.has(f));
+    let gradle_file =
+        ["build.gradle.kts", "build.gradle", "settings.gradle.kts", "settings.gradle"].into_iter().find(|f| dir.has(f));
     if let Some(f) = gradle_file {
         add_type(&mut d, "java", "gradle");
-        let (cmd, ev2) = if dir.has("gradlew") { ("./gradlew", Some(dir.ev("gradlew", "Gradle wrapper", None))) } else { ("gradle", None) };
+        let (cmd, ev2) = if dir.has("gradlew") {
+            ("./gradlew", Some(dir.ev("gradlew", "Gradle wrapper", None)))
+        } else {
+            ("gradle", None)
+        };
         let mut ev = vec![dir.ev(f, "Gradle build", None)];
         ev.extend(ev2);
         d.suggested_commands.push(suggestion("gradle", cmd, &["test"], &rel, "high", ev));
@@ -639,7 +725,11 @@ fn detect(input: &TestsInput, cx: &Context) -> Result<TestsOutput, Failure> {
             s.command,
             s.args.join(" "),
             s.confidence,
-            if d.suggested_commands.len() > 1 { format!(", {} more suggested", d.suggested_commands.len() - 1) } else { String::new() }
+            if d.suggested_commands.len() > 1 {
+                format!(", {} more suggested", d.suggested_commands.len() - 1)
+            } else {
+                String::new()
+            }
         ),
         None => format!(
             "No test setup found in {rel}: no Cargo.toml, package.json, pyproject.toml, setup.cfg, tox.ini, pytest.ini, go.mod, pom.xml or build.gradle here. \

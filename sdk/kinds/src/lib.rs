@@ -96,10 +96,7 @@ impl ErrorKind {
 
     /// Whether a failure of this kind is terminal unless the tool says otherwise.
     pub fn default_terminal(self) -> bool {
-        !matches!(
-            self,
-            ErrorKind::Timeout | ErrorKind::Cancelled | ErrorKind::OutputLimit | ErrorKind::Io
-        )
+        !matches!(self, ErrorKind::Timeout | ErrorKind::Cancelled | ErrorKind::OutputLimit | ErrorKind::Io)
     }
 }
 
@@ -108,7 +105,6 @@ impl std::fmt::Display for ErrorKind {
         f.write_str(self.code())
     }
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -124,9 +120,6 @@ mod tests {
         assert_eq!(codes.len(), ErrorKind::ALL.len());
         // The retryable kinds are exactly these four.
         let retryable: Vec<_> = ErrorKind::ALL.iter().filter(|k| !k.default_terminal()).collect();
-        assert_eq!(
-            retryable,
-            [&ErrorKind::Timeout, &ErrorKind::Cancelled, &ErrorKind::OutputLimit, &ErrorKind::Io]
-        );
+        assert_eq!(retryable, [&ErrorKind::Timeout, &ErrorKind::Cancelled, &ErrorKind::OutputLimit, &ErrorKind::Io]);
     }
 }

@@ -317,10 +317,7 @@ mod tests {
             "Refusing path \"../x\": it escapes the workspace root \"/w/proj\""
         );
         // The drive-relative message names the path.
-        assert_eq!(
-            Refusal::DriveRelative.message("C:foo", ROOT),
-            "Refusing drive-relative path \"C:foo\""
-        );
+        assert_eq!(Refusal::DriveRelative.message("C:foo", ROOT), "Refusing drive-relative path \"C:foo\"");
         // A missing file is a different fact with a different message.
         assert_eq!(not_found_message("a.txt"), "File does not exist: a.txt");
         // NUL is shown escaped.

@@ -27,7 +27,10 @@ impl StoreState {
         if !self.call.mounts.iter().any(|m| (m.write || !write) && under(m)) {
             let what = if write { "write" } else { "read" };
             tracing::warn!(target: "cheng::denials", component = %self.call.component, tool = %self.call.tool, path, "{what} outside the grant refused");
-            return Err(refuse(ErrorKind::NotGranted, format!("refused: \"{rel}\" is outside this tool's {what} grant")));
+            return Err(refuse(
+                ErrorKind::NotGranted,
+                format!("refused: \"{rel}\" is outside this tool's {what} grant"),
+            ));
         }
         let protected = rel.split('/').any(|s| s == ".git")
             || self.call.protected.iter().any(|p| rel == *p || rel.starts_with(&format!("{p}/")));
@@ -35,7 +38,9 @@ impl StoreState {
             tracing::warn!(target: "cheng::denials", component = %self.call.component, tool = %self.call.tool, path, "write to a protected path refused");
             return Err(refuse(
                 ErrorKind::PathRefused,
-                format!("Refusing to write \"{rel}\": .git, the host's configuration and its state directory are never written by tools"),
+                format!(
+                    "Refusing to write \"{rel}\": .git, the host's configuration and its state directory are never written by tools"
+                ),
             ));
         }
         Ok(guard)
@@ -93,7 +98,13 @@ impl Host for StoreState {
         out
     }
 
-    async fn write_file(&mut self, path: String, contents: Vec<u8>, create_dirs: bool, overwrite: bool) -> Result<WriteResult, Failure> {
+    async fn write_file(
+        &mut self,
+        path: String,
+        contents: Vec<u8>,
+        create_dirs: bool,
+        overwrite: bool,
+    ) -> Result<WriteResult, Failure> {
         let guard = self.check_access(&path, true)?;
         let w = guard.write_atomic(&path, &contents, create_dirs, overwrite).map_err(failure)?;
         Ok(WriteResult { created: w.created, bytes_written: w.bytes })
@@ -107,7 +118,10 @@ impl Host for StoreState {
     async fn read_dir(&mut self, path: String, sizes: bool) -> Result<Vec<wfs::DirEntry>, Failure> {
         let guard = self.check_access(&path, false)?;
         let entries = guard.read_dir(&path, sizes).map_err(failure)?;
-        Ok(entries.into_iter().map(|e| wfs::DirEntry { name: e.name, valid_utf8: e.valid_utf8, kind: kind(e.kind), size: e.size }).collect())
+        Ok(entries
+            .into_iter()
+            .map(|e| wfs::DirEntry { name: e.name, valid_utf8: e.valid_utf8, kind: kind(e.kind), size: e.size })
+            .collect())
     }
 
     async fn stat_dirs(&mut self, paths: Vec<String>) -> Vec<Result<Vec<wfs::EntryStat>, Failure>> {
@@ -133,7 +147,9 @@ impl Host for StoreState {
         let mut out: Vec<Option<Result<Vec<wfs::EntryStat>, Failure>>> = (0..n).map(|_| None).collect();
         std::thread::scope(|s| {
             let list = &list;
-            let handles: Vec<_> = (0..workers).map(|w| s.spawn(move || (w..n).step_by(workers).map(|i| (i, list(i))).collect::<Vec<_>>())).collect();
+            let handles: Vec<_> = (0..workers)
+                .map(|w| s.spawn(move || (w..n).step_by(workers).map(|i| (i, list(i))).collect::<Vec<_>>()))
+                .collect();
             for h in handles {
                 // A worker only lists and converts; it has no panic path of its own.
                 if let Ok(done) = h.join() {
@@ -143,7 +159,13 @@ impl Host for StoreState {
                 }
             }
         });
-        out.into_iter().map(|r| r.unwrap_or_else(|| Err(Failure { kind: ErrorKind::Io, message: "listing failed".into(), terminal: false }))).collect()
+        out.into_iter()
+            .map(|r| {
+                r.unwrap_or_else(|| {
+                    Err(Failure { kind: ErrorKind::Io, message: "listing failed".into(), terminal: false })
+                })
+            })
+            .collect()
     }
 }
 

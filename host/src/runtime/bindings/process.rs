@@ -68,7 +68,10 @@ impl Host for StoreState {
             };
             let Some(outcome) = decision else {
                 self.budget.add_wait(started.elapsed());
-                return Err(failure(crate::ErrorKind::Cancelled, "The call was cancelled while the command waited for approval; nothing ran.".into()));
+                return Err(failure(
+                    crate::ErrorKind::Cancelled,
+                    "The call was cancelled while the command waited for approval; nothing ran.".into(),
+                ));
             };
             let d = outcome.decision;
             call.approvals.lock().unwrap_or_else(|p| p.into_inner()).push(outcome);

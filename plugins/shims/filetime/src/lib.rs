@@ -98,7 +98,8 @@ fn to_system_time(t: FileTime) -> SystemTime {
     if t.seconds >= 0 {
         UNIX_EPOCH + std::time::Duration::new(t.seconds as u64, t.nanos)
     } else {
-        UNIX_EPOCH - std::time::Duration::from_secs(t.seconds.unsigned_abs()) + std::time::Duration::from_nanos(t.nanos as u64)
+        UNIX_EPOCH - std::time::Duration::from_secs(t.seconds.unsigned_abs())
+            + std::time::Duration::from_nanos(t.nanos as u64)
     }
 }
 

@@ -63,10 +63,13 @@ fn act(input: Input, cx: &Context) -> Result<Output, Failure> {
             let dirs = wasip2::filesystem::preopens::get_directories();
             let (dir, rel) = dirs
                 .iter()
-                .filter_map(|(d, p)| input.target.strip_prefix(p.as_str()).map(|r| (d, r.trim_start_matches('/').to_string())))
+                .filter_map(|(d, p)| {
+                    input.target.strip_prefix(p.as_str()).map(|r| (d, r.trim_start_matches('/').to_string()))
+                })
                 .max_by_key(|(_, r)| usize::MAX - r.len())
                 .ok_or_else(|| Failure::new(ErrorKind::NotFound, format!("no preopen holds {}", input.target)))?;
-            dir.symlink_at(&input.to, &rel).map_err(|e| Failure::new(ErrorKind::Io, format!("{e:?}")).with_terminal(true))?;
+            dir.symlink_at(&input.to, &rel)
+                .map_err(|e| Failure::new(ErrorKind::Io, format!("{e:?}")).with_terminal(true))?;
             "symlinked".into()
         }
         "hardlink" => {
@@ -126,7 +129,9 @@ fn act(input: Input, cx: &Context) -> Result<Output, Failure> {
         "host_read" => String::from_utf8_lossy(&host::read_file(&input.target, 1 << 20)?).into_owned(),
         "host_list" => host::read_dir(&input.target, false)?.into_iter().map(|e| e.name).collect::<Vec<_>>().join(","),
         "host_stat" => match host::stat_dirs(std::slice::from_ref(&input.target)).pop() {
-            Some(list) => list?.into_iter().map(|e| format!("{}:{:?}:{}", e.name, e.kind, e.size)).collect::<Vec<_>>().join(","),
+            Some(list) => {
+                list?.into_iter().map(|e| format!("{}:{:?}:{}", e.name, e.kind, e.size)).collect::<Vec<_>>().join(",")
+            }
             None => String::new(),
         },
         "host_write" => {

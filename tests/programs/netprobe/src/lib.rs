@@ -32,7 +32,9 @@ impl Tool for Probe {
     type Output = Output;
     fn run(input: Input, _cx: &Context) -> Result<Output, Failure> {
         let detail = match input.action.as_str() {
-            "tcp" => format!("connected: {:?}", std::net::TcpStream::connect(&input.target).map_err(io)?.peer_addr().ok()),
+            "tcp" => {
+                format!("connected: {:?}", std::net::TcpStream::connect(&input.target).map_err(io)?.peer_addr().ok())
+            }
             "dns" => {
                 use std::net::ToSocketAddrs;
                 format!("resolved {:?}", (input.target.as_str(), 80).to_socket_addrs().map_err(io)?.collect::<Vec<_>>())
