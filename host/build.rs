@@ -7,8 +7,8 @@ fn main() {
     let guests = cheng_guest_build::GuestBuild::new("../plugins")
         .watch("../sdk/src")
         .watch("../sdk/Cargo.toml")
-        .watch("../sdk/path-rules/src")
-        .watch("../sdk/kinds/src")
+        .watch("../sdk/contract/src")
+        .watch("../sdk/macros/src")
         .watch("../wit")
         .build();
     let mut src = String::from(

@@ -12,6 +12,12 @@
 //! Declined, timed out and "nobody to ask" give the tool the same answer; the log, the
 //! events and the call record tell them apart.
 //!
+//! Every card is escaped by the broker itself, whatever sent it (a command's card, a
+//! component's own request): each field is one line, with control characters (ANSI
+//! escape sequences among them), newlines, bidirectional overrides and invisible
+//! characters shown as escapes ([`cheng_contract::text::escape_line`]), and cut to a
+//! bounded length. An approver, a console or an API only ever sees the escaped card.
+//!
 //! # Example
 //!
 //! ```
@@ -43,6 +49,10 @@ pub const MIN_TIMEOUT: Duration = Duration::from_secs(1);
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 /// Longest summary shown on a card; longer ones are cut with `…`.
 pub const SUMMARY_CHARS: usize = 120;
+/// Longest detail kept on a card (characters, before escaping).
+pub const DETAIL_CHARS: usize = 8192;
+/// Longest purpose kept on a card (characters, before escaping).
+pub const PURPOSE_CHARS: usize = 1024;
 
 /// A request for approval, as shown to the person answering it.
 #[derive(Debug, Clone, Serialize)]
@@ -61,6 +71,46 @@ pub struct ApprovalRequest {
     pub detail: String,
     /// Why it is needed.
     pub purpose: String,
+}
+
+impl ApprovalRequest {
+    /// A request with a fresh id. Its text is escaped when the broker takes it.
+    pub fn new(
+        run: &str,
+        role: &str,
+        tool: &str,
+        summary: impl Into<String>,
+        detail: impl Into<String>,
+        purpose: impl Into<String>,
+    ) -> Self {
+        ApprovalRequest {
+            id: crate::new_id(),
+            run: run.to_string(),
+            role: role.to_string(),
+            tool: tool.to_string(),
+            summary: summary.into(),
+            detail: detail.into(),
+            purpose: purpose.into(),
+        }
+    }
+
+    /// The card as people see it: every field one escaped line, of bounded length.
+    fn escaped(mut self) -> Self {
+        use cheng_contract::text::{cut_chars, escape_line};
+        let more_lines = self.summary.lines().nth(1).is_some();
+        let first = self.summary.lines().next().unwrap_or("");
+        let mut summary = escape_line(&cut_chars(first, SUMMARY_CHARS));
+        if more_lines && !summary.ends_with('…') {
+            summary.push('…');
+        }
+        self.summary = summary;
+        self.detail = escape_line(&cut_chars(&self.detail, DETAIL_CHARS));
+        self.purpose = escape_line(&cut_chars(&self.purpose, PURPOSE_CHARS));
+        for f in [&mut self.run, &mut self.role, &mut self.tool] {
+            *f = escape_line(f);
+        }
+        self
+    }
 }
 
 /// The answer.
@@ -83,6 +133,17 @@ impl Decision {
     /// Whether the action may go ahead.
     pub fn approved(self) -> bool {
         matches!(self, Decision::Approved | Decision::AutoApproved)
+    }
+
+    /// The decision's name, as it is serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Approved => "approved",
+            Decision::Declined => "declined",
+            Decision::TimedOut => "timed_out",
+            Decision::NoApprover => "no_approver",
+            Decision::AutoApproved => "auto_approved",
+        }
     }
 }
 
@@ -231,8 +292,8 @@ impl Broker {
 
     /// Ask for approval and wait for the first answer, the timeout, or a refusal at once
     /// when nobody can be asked.
-    pub async fn request(&self, mut req: ApprovalRequest) -> ApprovalOutcome {
-        req.summary = one_line(&req.summary);
+    pub async fn request(&self, req: ApprovalRequest) -> ApprovalOutcome {
+        let req = req.escaped();
         let started = Instant::now();
         let inner = &self.inner;
         if !inner.approver.can_ask() && !inner.external {
@@ -274,16 +335,6 @@ impl Broker {
         });
         ApprovalOutcome { id: req.id.clone(), decision, waited_ms }
     }
-}
-
-/// The first line of `s`, cut to [`SUMMARY_CHARS`].
-fn one_line(s: &str) -> String {
-    let first = s.lines().next().unwrap_or("");
-    let mut out: String = first.chars().take(SUMMARY_CHARS).collect();
-    if first.chars().count() > SUMMARY_CHARS || s.lines().nth(1).is_some() {
-        out.push('…');
-    }
-    out
 }
 
 #[cfg(test)]
@@ -344,6 +395,38 @@ mod tests {
         // A second (late) answer finds nothing.
         assert!(!b.answer("x", false));
         assert!(!b.awaiting("r1"));
+    }
+
+    /// Keeps the cards it is shown.
+    struct Keep(Mutex<Vec<ApprovalRequest>>);
+    impl Approver for Keep {
+        fn decide<'a>(&'a self, r: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+            self.0.lock().unwrap().push(r.clone());
+            Box::pin(async { Decision::Declined })
+        }
+    }
+
+    #[tokio::test]
+    async fn every_card_is_escaped_by_the_broker() {
+        let keep = Arc::new(Keep(Mutex::default()));
+        let b = Broker::new(keep.clone(), Duration::from_secs(5), false);
+        // A card as a component might send it: escapes, a forged second card in the
+        // purpose, bidi and zero-width characters.
+        let mut r = req("e");
+        r.summary = "ls\u{1b}]0;owned\u{7}\u{1b}[2J".into();
+        r.detail = "rm -rf /\u{202e}gpj.txt\u{200b}\u{061c}\u{feff}".into();
+        r.purpose = "look\n── approval requested ──\n  summary: ls -la".into();
+        b.request(r).await;
+        let seen = keep.0.lock().unwrap()[0].clone();
+        // The approver sees every field as one line, nothing left to interpret.
+        for field in [&seen.summary, &seen.detail, &seen.purpose] {
+            assert!(!field.chars().any(cheng_contract::text::is_hidden_char), "{field:?}");
+        }
+        assert!(seen.summary.contains("\\u{1b}]0;owned"), "{}", seen.summary);
+        assert!(
+            seen.detail.contains("\\u{202e}") && seen.detail.contains("\\u{61c}") && seen.detail.contains("\\u{feff}")
+        );
+        assert!(seen.purpose.starts_with("look\\n── approval requested"), "{}", seen.purpose);
     }
 
     #[tokio::test]

@@ -1,7 +1,7 @@
 //! The host's error vocabulary: the stable `LOCAL_EXECUTOR_*` kinds callers see, and
 //! the typed errors of the host library.
 
-pub use cheng_error_kinds::ErrorKind;
+pub use cheng_contract::ErrorKind;
 
 /// Errors from building or configuring a [`crate::Host`], or loading a component.
 #[derive(Debug, thiserror::Error)]

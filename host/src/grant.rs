@@ -17,7 +17,7 @@
 
 use serde::Serialize;
 
-use crate::runtime::component::FsAccess;
+use cheng_contract::FsAccess;
 
 /// Filesystem access granted to a component.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -182,26 +182,55 @@ fn emit(doc: &str) {
 #[error("{0}")]
 struct UsageError(String);
 
+/// Logs on stderr, filtered by `CHENG_LOG`. Every field is written as one line with
+/// control characters escaped, since fields carry text from tool arguments (an escape
+/// sequence in a command must not retitle or clear the operator's terminal); colours
+/// only when stderr is a terminal.
 fn init_logging() {
+    use std::io::IsTerminal as _;
+    use tracing_subscriber::field::MakeExt as _;
     let filter = tracing_subscriber::EnvFilter::try_from_env("CHENG_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let fields = tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
+        let text = cheng_contract::text::escape_line(&format!("{value:?}"));
+        if field.name() == "message" { write!(w, "{text}") } else { write!(w, "{}={text}", field.name()) }
+    })
+    .delimited(" ");
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .fmt_fields(fields)
+        .init();
 }
 
+/// Every place a configuration is looked up, in order: `--config`, `$CHENG_CONFIG`,
+/// the platform config dir's `cheng/cheng.toml`. The host protects them all from its
+/// tools' writes, whichever is in use (a model must not plant the next start's config).
+fn config_places(cli: &Cli) -> Vec<PathBuf> {
+    let mut places: Vec<PathBuf> = cli.config.iter().cloned().collect();
+    places.extend(std::env::var_os("CHENG_CONFIG").map(PathBuf::from));
+    if let Some(dirs) = directories::BaseDirs::new() {
+        places.push(dirs.config_dir().join("cheng").join("cheng.toml"));
+    }
+    places
+}
+
+/// The configuration in use: the first place that names one (`--config` and
+/// `$CHENG_CONFIG` must exist; the platform file may not), else the defaults. A bad
+/// file is a usage error.
 fn load_config(cli: &Cli) -> Result<Config> {
+    let usage = |e: cheng_host::policy::ConfigError| UsageError(e.to_string());
     if let Some(path) = &cli.config {
-        return Ok(Config::load(path)?);
+        return Ok(Config::load(path).map_err(usage)?);
     }
     if let Some(path) = std::env::var_os("CHENG_CONFIG") {
-        return Ok(Config::load(&PathBuf::from(path))?);
+        return Ok(Config::load(&PathBuf::from(path)).map_err(usage)?);
     }
-    if let Some(dirs) = directories::BaseDirs::new() {
-        let path = dirs.config_dir().join("cheng").join("cheng.toml");
-        if path.is_file() {
-            return Ok(Config::load(&path)?);
-        }
+    match config_places(cli).last() {
+        Some(path) if path.is_file() => Ok(Config::load(path).map_err(usage)?),
+        _ => Ok(Config::default()),
     }
-    Ok(Config::default())
 }
 
 fn state_dir(cli: &Cli) -> Option<PathBuf> {
@@ -251,12 +280,13 @@ async fn run(cli: Cli) -> Result<u8> {
             }
             // What confines commands on this machine (shown, not saved).
             let mut shown = serde_json::to_value(&s)?;
+            let c = cheng_host::confinement();
             shown["process_confinement"] = serde_json::json!({
-                "landlock": match cheng_host::process::sandbox::abi_version() {
-                    Some(v) => format!("available (ABI {v})"),
-                    None => "unavailable: commands run without filesystem confinement".to_string(),
+                "landlock": match c.landlock_abi {
+                    Some(v) => format!("available (ABI {v}); {}", c.landlock),
+                    None => c.landlock,
                 },
-                "containment": cheng_host::process::contain::detect().to_string(),
+                "containment": c.containment,
             });
             emit(&serde_json::to_string_pretty(&shown)?);
             return Ok(0);
@@ -271,6 +301,9 @@ async fn run(cli: Cli) -> Result<u8> {
     };
     if let Some(dir) = &state {
         builder.state_dir(dir);
+    }
+    for place in config_places(&cli) {
+        builder.protect(place);
     }
     builder.on_compile(|name| {
         eprintln!("cheng: compiling the \"{name}\" component (first run only; it is cached afterwards)");
@@ -326,7 +359,12 @@ async fn run(cli: Cli) -> Result<u8> {
                 None => "{}".to_string(),
                 Some("-") => {
                     let mut s = String::new();
-                    std::io::stdin().read_to_string(&mut s).context("cannot read the input from stdin")?;
+                    std::io::stdin().read_to_string(&mut s).map_err(|e| match e.kind() {
+                        std::io::ErrorKind::InvalidData => anyhow::Error::new(UsageError(
+                            "the input on stdin is not valid UTF-8 (JSON is UTF-8)".into(),
+                        )),
+                        _ => anyhow::Error::new(e).context("cannot read the input from stdin"),
+                    })?;
                     s
                 }
                 Some(s) => s.to_string(),

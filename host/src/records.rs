@@ -1,9 +1,15 @@
 //! Call records and the audit log.
 //!
-//! Every call gets a record: its id, run, role and tool, the arguments exactly as sent,
-//! its status (`ok`, `error`, `denied`, or `running` while it runs), a short preview,
-//! its duration, the result, and any approval it waited on. Records are appended to a
-//! JSON Lines file in the state directory (`audit.jsonl`).
+//! Every call gets a record: its id, run, role and tool, the arguments as sent (whole up
+//! to 64 KiB, else head, tail, size and SHA-256), its status (`ok`, `error`, `denied`,
+//! or `running` while it runs), a short preview, its duration, the result, any approval
+//! it waited on and every refusal the host issued during it (`denials`). Records are
+//! appended to a JSON Lines file in the state directory (`audit.jsonl`): a `running`
+//! line when the call starts and a final line, which alone carries the arguments;
+//! readers fold the two.
+//!
+//! The log knows whether its last write succeeded ([`AuditLog::is_healthy`]); the call
+//! pipeline refuses calls while it is not (see `[records] on_failure`).
 //!
 //! Durability without an fsync per call: a record is written to the file — handed to
 //! the operating system — before its call returns, so killing the host never loses a
@@ -33,6 +39,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::approvals::ApprovalOutcome;
+use crate::capability::Denial;
 
 /// A call's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,6 +59,8 @@ pub enum Status {
 pub const PREVIEW_CHARS: usize = 200;
 /// Results up to this size are stored whole; larger ones as head and tail.
 pub const RESULT_WHOLE_BYTES: usize = 1 << 20;
+/// Arguments up to this size are stored whole; larger ones as head and tail.
+pub const ARGUMENTS_WHOLE_BYTES: usize = 64 << 10;
 /// Bytes kept from each end of a larger result.
 pub const RESULT_EDGE_BYTES: usize = 64 << 10;
 /// How often queued `running` lines are written.
@@ -70,7 +79,9 @@ pub struct CallRecord {
     pub role: String,
     /// Tool name as called.
     pub tool: String,
-    /// The arguments exactly as sent.
+    /// The arguments as sent: whole up to [`ARGUMENTS_WHOLE_BYTES`], else a
+    /// [`Truncated`] summary. Absent from `running` lines.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub arguments: serde_json::Value,
     /// Status.
     pub status: Status,
@@ -86,6 +97,9 @@ pub struct CallRecord {
     /// Approvals the call waited on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approvals: Vec<ApprovalOutcome>,
+    /// Every refusal the host issued during the call (grants, policy, approvals).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub denials: Vec<Denial>,
     /// Unix time (ms) the call started.
     pub started_at_ms: u64,
 }
@@ -107,18 +121,24 @@ pub struct Truncated {
 
 /// The result as a record keeps it.
 pub fn stored_result(result: &serde_json::Value) -> serde_json::Value {
-    let text = result.to_string();
-    if text.len() <= RESULT_WHOLE_BYTES {
-        return result.clone();
+    stored(result, RESULT_WHOLE_BYTES)
+}
+
+/// The arguments as a record keeps them.
+pub fn stored_arguments(arguments: &serde_json::Value) -> serde_json::Value {
+    stored(arguments, ARGUMENTS_WHOLE_BYTES)
+}
+
+/// `value` whole when its JSON text is at most `whole` bytes, else its head and tail
+/// with its size and digest.
+fn stored(value: &serde_json::Value, whole: usize) -> serde_json::Value {
+    let text = value.to_string();
+    if text.len() <= whole {
+        return value.clone();
     }
-    let mut head_end = RESULT_EDGE_BYTES;
-    while !text.is_char_boundary(head_end) {
-        head_end -= 1;
-    }
-    let mut tail_start = text.len() - RESULT_EDGE_BYTES;
-    while !text.is_char_boundary(tail_start) {
-        tail_start += 1;
-    }
+    let edge = RESULT_EDGE_BYTES.min(whole / 2);
+    let head_end = text.floor_char_boundary(edge);
+    let tail_start = text.ceil_char_boundary(text.len() - edge);
     serde_json::to_value(Truncated {
         truncated: true,
         size: text.len(),
@@ -177,6 +197,7 @@ struct AuditInner {
     file: Mutex<File>,
     dirty: AtomicBool,
     stop: AtomicBool,
+    healthy: AtomicBool,
     later: Mutex<Vec<CallRecord>>,
 }
 
@@ -207,6 +228,7 @@ impl AuditLog {
             file: Mutex::new(file),
             dirty: AtomicBool::new(false),
             stop: AtomicBool::new(false),
+            healthy: AtomicBool::new(true),
             later: Mutex::new(Vec::new()),
         });
         // The one background writer: every few milliseconds it appends the records
@@ -240,6 +262,7 @@ impl AuditLog {
                         let f = inner.file.lock().ok().and_then(|f| f.try_clone().ok());
                         if let Some(f) = f {
                             if let Err(e) = f.sync_data() {
+                                inner.healthy.store(false, Ordering::Release);
                                 tracing::error!(target: "cheng::records", "cannot sync the audit log: {e}");
                             }
                         }
@@ -253,6 +276,11 @@ impl AuditLog {
     /// The file.
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// Whether the last write (or sync) of the log succeeded.
+    pub fn is_healthy(&self) -> bool {
+        self.inner.healthy.load(Ordering::Acquire)
     }
 
     /// Append a record: written to the file (handed to the OS) before this returns.
@@ -274,12 +302,20 @@ impl AuditLog {
 }
 
 fn append_line(inner: &AuditInner, record: &CallRecord) -> Result<(), AuditError> {
-    let mut line = serde_json::to_vec(record).unwrap_or_default();
+    let mut line = Vec::with_capacity(256);
+    // After a failed write a fragment of a line may stand at the end of the file: start
+    // on a line of our own so the fragment cannot swallow this record.
+    if !inner.healthy.load(Ordering::Acquire) {
+        line.push(b'\n');
+    }
+    serde_json::to_writer(&mut line, record).unwrap_or_default();
     line.push(b'\n');
     let mut f = inner.file.lock().unwrap_or_else(|p| p.into_inner());
     // One write call per record: O_APPEND makes it land whole even with several
     // processes appending.
-    f.write_all(&line).map_err(|source| AuditError { path: inner.path.display().to_string(), source })?;
+    let written = f.write_all(&line);
+    inner.healthy.store(written.is_ok(), Ordering::Release);
+    written.map_err(|source| AuditError { path: inner.path.display().to_string(), source })?;
     inner.dirty.store(true, Ordering::Release);
     Ok(())
 }
@@ -337,6 +373,7 @@ mod tests {
             result: serde_json::json!({}),
             error_kind: None,
             approvals: vec![],
+            denials: vec![],
             started_at_ms: 0,
         }
     }

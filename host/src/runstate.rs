@@ -2,6 +2,11 @@
 //! `todo_write`'s plan. Values are scoped by run and component, kept in memory and, when
 //! the host has a state directory, in `<state>/runs/<run>/<component>.json` so that a
 //! run's data survives across `cheng call` processes. Never in the workspace.
+//!
+//! Writes to one run are serialized — within the process by a lock per run and
+//! component, across processes by an advisory lock on the run's directory — and each
+//! reads the file afresh before changing it, so two concurrent writers never lose
+//! each other's keys.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -20,6 +25,7 @@ pub struct RunStateStore {
     dir: Option<PathBuf>,
     mem: Arc<Mutex<HashMap<Scope, BTreeMap<String, String>>>>,
     counts: Arc<Mutex<HashMap<String, u64>>>,
+    writers: Arc<Mutex<HashMap<Scope, Arc<Mutex<()>>>>>,
 }
 
 /// One component's view of one run's data.
@@ -32,7 +38,7 @@ pub struct RunState {
 impl RunStateStore {
     /// A store persisting under `dir` (`None`: memory only).
     pub fn new(dir: Option<PathBuf>) -> Self {
-        RunStateStore { dir, mem: Arc::default(), counts: Arc::default() }
+        RunStateStore { dir, mem: Arc::default(), counts: Arc::default(), writers: Arc::default() }
     }
 
     /// The view for `run` and `component`.
@@ -72,13 +78,21 @@ impl RunStateStore {
         if let Some(m) = mem.get(scope) {
             return m.clone();
         }
-        let loaded: BTreeMap<String, String> = self
-            .file(scope)
-            .and_then(|f| std::fs::read(f).ok())
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
+        let loaded = self.read_file(scope);
         mem.insert(scope.clone(), loaded.clone());
         loaded
+    }
+
+    fn read_file(&self, scope: &Scope) -> BTreeMap<String, String> {
+        self.file(scope)
+            .and_then(|f| std::fs::read(f).ok())
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    }
+
+    /// The lock serializing writers of `scope` in this process.
+    fn writer(&self, scope: &Scope) -> Arc<Mutex<()>> {
+        self.writers.lock().unwrap_or_else(|p| p.into_inner()).entry(scope.clone()).or_default().clone()
     }
 }
 
@@ -96,13 +110,22 @@ impl RunState {
                 value.len()
             ));
         }
-        let mut map = self.store.load(&self.scope);
+        let writer = self.store.writer(&self.scope);
+        let _in_process = writer.lock().unwrap_or_else(|p| p.into_inner());
+        let file = self.store.file(&self.scope);
+        // Across processes: an advisory lock on the run's directory, then the file as
+        // another process may have left it.
+        let _across = match &file {
+            Some(f) => Some(lock_dir(f.parent().unwrap_or(f)).map_err(|e| format!("cannot lock run state: {e}"))?),
+            None => None,
+        };
+        let mut map = if file.is_some() { self.store.read_file(&self.scope) } else { self.store.load(&self.scope) };
         if !map.contains_key(key) && map.len() >= MAX_KEYS {
             return Err(format!("run state holds {MAX_KEYS} keys already; reuse one"));
         }
         map.insert(key.to_string(), value.to_string());
-        if let Some(file) = self.store.file(&self.scope) {
-            write_atomic(&file, &serde_json::to_vec(&map).unwrap_or_default())
+        if let Some(file) = &file {
+            crate::atomic::write_atomic(file, &serde_json::to_vec(&map).unwrap_or_default())
                 .map_err(|e| format!("cannot save run state: {e}"))?;
         }
         let mut mem = self.store.mem.lock().unwrap_or_else(|p| p.into_inner());
@@ -111,19 +134,12 @@ impl RunState {
     }
 }
 
-/// Write `data` to `path` through a temporary file and a rename.
-pub(crate) fn write_atomic(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().expect("a file path has a parent");
+/// Hold an exclusive advisory lock on `dir` (created if missing) until the handle drops.
+fn lock_dir(dir: &std::path::Path) -> std::io::Result<std::fs::File> {
     std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("state"),
-        std::process::id()
-    ));
-    std::fs::write(&tmp, data)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    let f = std::fs::File::open(dir)?;
+    rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive)?;
+    Ok(f)
 }
 
 #[cfg(test)]
@@ -148,6 +164,36 @@ mod tests {
         assert_eq!(again.scope("run1", "notes").get("plan").as_deref(), Some("[1]"));
         // Oversized values are refused.
         assert!(a.set("big", &"x".repeat(MAX_VALUE_BYTES + 1)).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn concurrent_writers_lose_nothing() {
+        let dir = std::env::temp_dir().join(format!("cheng-runstate-race-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        // Two stores over one directory stand for two processes; each has threads.
+        let stores = [RunStateStore::new(Some(dir.clone())), RunStateStore::new(Some(dir.clone()))];
+        std::thread::scope(|s| {
+            for (i, store) in stores.iter().enumerate() {
+                for t in 0..4 {
+                    let view = store.scope("run", "notes");
+                    s.spawn(move || {
+                        for k in 0..8 {
+                            view.set(&format!("k{i}-{t}-{k}"), "v").unwrap();
+                        }
+                    });
+                }
+            }
+        });
+        // Every key written by every writer is there.
+        let fresh = RunStateStore::new(Some(dir.clone())).scope("run", "notes");
+        for i in 0..2 {
+            for t in 0..4 {
+                for k in 0..8 {
+                    assert!(fresh.get(&format!("k{i}-{t}-{k}")).is_some(), "k{i}-{t}-{k} lost");
+                }
+            }
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

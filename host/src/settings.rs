@@ -39,12 +39,9 @@ impl Settings {
 
     /// Save atomically.
     pub fn save(&self, dir: &Path) -> Result<()> {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let path = dir.join("settings.json");
-        let tmp = dir.join(format!(".settings.json.{}.tmp", std::process::id()));
-        std::fs::write(&tmp, serde_json::to_vec_pretty(self)?)?;
-        std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
-        Ok(())
+        cheng_host::atomic::write_atomic(&path, &serde_json::to_vec_pretty(self)?)
+            .with_context(|| format!("cannot write {}", path.display()))
     }
 
     /// Change one setting by name.

@@ -1,5 +1,7 @@
 //! Approvals for the CLI: answered on the controlling terminal (`/dev/tty`, so a prompt
 //! works even when stdin and stdout are pipes), or by a fixed answer for one call.
+//! Cards arrive escaped by the approvals broker: every field is one line, so a field
+//! cannot draw a line of the frame.
 
 use std::fs::{File, OpenOptions};
 use std::future::Future;
@@ -14,7 +16,7 @@ pub struct AutoApprover;
 
 impl Approver for AutoApprover {
     fn decide<'a>(&'a self, req: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
-        eprintln!("cheng: approved without asking (auto-approve is on): {}", visible(&req.summary));
+        eprintln!("cheng: approved without asking (auto-approve is on): {}", req.summary);
         Box::pin(async { Decision::AutoApproved })
     }
 }
@@ -41,27 +43,12 @@ impl TtyApprover {
     }
 }
 
-/// Show control and bidirectional characters escaped, so a card cannot lie about what it shows.
-fn visible(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| {
-            let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}');
-            if (c.is_control() && c != '\n') || bidi { c.escape_unicode().collect::<Vec<_>>() } else { vec![c] }
-        })
-        .collect()
-}
-
 impl Approver for TtyApprover {
     fn decide<'a>(&'a self, req: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
         let tty = self.tty.clone();
         let card = format!(
             "\n── approval requested ── tool {} · role {} · run {}\n  summary: {}\n  detail:  {}\n  purpose: {}\nApprove? [y/N] ",
-            req.tool,
-            req.role,
-            req.run,
-            visible(&req.summary),
-            visible(&req.detail).replace('\n', "\n           "),
-            visible(&req.purpose),
+            req.tool, req.role, req.run, req.summary, req.detail, req.purpose,
         );
         Box::pin(async move {
             let answer = tokio::task::spawn_blocking(move || {

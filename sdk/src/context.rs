@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use cheng_path_rules::{lexical_with_aliases, not_found_message, symlink_message};
+use cheng_contract::paths::{lexical_with_aliases, not_found_message, symlink_message};
 
 use crate::Failure;
 use crate::wit::cheng::tool::types::CallContext;
@@ -76,8 +76,7 @@ impl Context {
     /// [`Resolved::rel`]) is forbidden: it is, or lies under, a `.git` directory (at any
     /// depth), the host's configuration file or its state directory.
     pub fn is_protected(&self, rel: &str) -> bool {
-        rel.split('/').any(|s| s == ".git")
-            || self.protected.iter().any(|p| rel == p || rel.starts_with(&format!("{p}/")))
+        cheng_contract::paths::is_protected(rel, &self.protected)
     }
 
     /// `path` as the host's workspace rules expect it: a path under this component's

@@ -2,7 +2,7 @@
 
 use crate::wit::cheng::tool::types as wt;
 
-pub use cheng_error_kinds::ErrorKind;
+pub use cheng_contract::ErrorKind;
 
 fn kind_to_wit(kind: ErrorKind) -> wt::ErrorKind {
     use ErrorKind::*;
@@ -22,8 +22,6 @@ fn kind_to_wit(kind: ErrorKind) -> wt::ErrorKind {
         Crashed => wt::ErrorKind::Crashed,
         BinaryFile => wt::ErrorKind::BinaryFile,
         TooLarge => wt::ErrorKind::TooLarge,
-        // The vocabulary is non-exhaustive; a kind this SDK does not know crosses as a crash.
-        _ => wt::ErrorKind::Crashed,
     }
 }
 

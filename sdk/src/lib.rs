@@ -61,8 +61,26 @@ pub use needs::{FsAccess, Needs};
 /// ```
 pub use cheng_sdk_macros::schema;
 
+/// Make a function a tool: its doc comment is the description, its parameters the
+/// input's fields (unknown fields refused), its return value (`T` or
+/// `Result<T, Failure>`) the output. `#[cheng_sdk::tool(export)]` exports it as the
+/// component's only tool; options `name = "..."` and `needs = Needs::READ` set the name
+/// and what it needs.
+///
+/// ```ignore
+/// /// Greets someone by name.
+/// #[cheng_sdk::tool(export)]
+/// fn hello(name: String) -> Greeting {
+///     Greeting { greeting: format!("Hello, {name}!") }
+/// }
+/// ```
+pub use cheng_sdk_macros::tool;
+
 /// Path rules shared with the host (re-exported so authors need only this crate).
-pub use cheng_path_rules as path_rules;
+pub use cheng_contract::paths as path_rules;
+/// Text helpers shared with the host: head-and-tail cutting with its marker, and the
+/// one-line escaping of text shown to people.
+pub use cheng_contract::text;
 
 // Re-exported so that a plugin depends on the SDK alone: the derives its input and
 // output types need, and the JSON value type.

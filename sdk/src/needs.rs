@@ -2,18 +2,10 @@
 
 use crate::wit::cheng::tool::types as wt;
 
-/// Filesystem access to the workspace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FsAccess {
-    /// No files.
-    None,
-    /// Read-only.
-    Read,
-    /// Read-write.
-    Write,
-}
+pub use cheng_contract::FsAccess;
 
-/// What a tool needs. The host grants the intersection of this and the operator's grant.
+/// What a tool needs, as a constant a tool declares ([`crate::Tool::NEEDS`]). The host
+/// grants the intersection of this and the operator's grant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Needs {
     /// Filesystem access.

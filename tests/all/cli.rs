@@ -133,14 +133,15 @@ fn a_bad_config_file_is_refused_with_path_and_line() {
     std::fs::write(&cfg, "default_role = \"developer\"\n[roles.x]\ntools = 5\n").unwrap();
     let out = util::cheng(ws.path()).arg("--config").arg(&cfg).args(["tools"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1));
+    // A bad configuration is a usage error.
+    assert_eq!(out.status.code(), Some(64));
     assert!(stderr.contains("bad.toml") && stderr.contains("line 3"), "{stderr}");
 }
 
 #[test]
 fn a_flooding_plugin_leaves_stdout_one_json_document() {
     let ws = util::workspace();
-    let wasm = util::programs()["hostile"].clone();
+    let wasm = util::program_path("hostile");
     let sha = sha256_of(&wasm);
     let cfg = ws.path().join("cheng.toml");
     std::fs::write(
@@ -169,7 +170,7 @@ fn sha256_of(path: &std::path::Path) -> String {
 
 /// A config loading the hostile component as `ap`, with a role holding its probe.
 fn approval_config(ws: &std::path::Path) -> std::path::PathBuf {
-    let wasm = util::programs()["hostile"].clone();
+    let wasm = util::program_path("hostile");
     let cfg = ws.join("cheng.toml");
     std::fs::write(
         &cfg,

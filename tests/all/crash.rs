@@ -2,27 +2,66 @@
 //! the write path, over 200 times: each file is afterwards entirely old or entirely new,
 //! and no temporary file outlives the next write.
 
-use std::io::Write as _;
 use std::process::Stdio;
 
 use crate::util;
 
 const POINTS: [&str; 5] = ["tmpfile", "written", "synced", "linked", "renamed"];
 
-/// Run `cheng call TOOL -` with `input` on stdin and a failpoint armed; true when the
-/// process was killed (rather than finishing).
+/// Run one call of `tool` with `input` in a child process — this test binary, running
+/// [`crash_child`] — whose write path aborts the process at `failpoint`
+/// (`<step>[:<n>]`, the n-th time the step is reached); true when the child was killed
+/// (rather than finishing). The `cheng` binary itself has no such hook.
 fn killed_call(ws: &std::path::Path, tool: &str, input: &serde_json::Value, failpoint: &str) -> bool {
-    let mut child = util::cheng(ws)
-        .args(["call", tool, "-"])
-        .env("CHENG_FAILPOINT", failpoint)
-        .stdin(Stdio::piped())
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "crash::crash_child", "--test-threads=1", "--quiet"])
+        .env(CHILD_FAILPOINT, failpoint)
+        .env("CHENG_TEST_CRASH_TOOL", tool)
+        .env("CHENG_TEST_CRASH_INPUT", input_file(ws, input))
+        .env("CHENG_TEST_CRASH_WORKSPACE", ws)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
+        .status()
         .unwrap();
-    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
-    let status = child.wait().unwrap();
     !status.success() && status.code().is_none()
+}
+
+/// The input, in a file beside the workspace (it is too large for the environment).
+fn input_file(ws: &std::path::Path, input: &serde_json::Value) -> std::path::PathBuf {
+    let f = ws.with_extension("input.json");
+    std::fs::write(&f, input.to_string()).unwrap();
+    f
+}
+
+/// Names the child's failpoint; without it `crash_child` is not a child and returns.
+const CHILD_FAILPOINT: &str = "CHENG_TEST_CRASH_AT";
+
+/// Abort the process the n-th time the write path reaches the armed step.
+fn abort_at_armed_step(step: &str) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static HITS: AtomicUsize = AtomicUsize::new(0);
+    let armed = std::env::var(CHILD_FAILPOINT).unwrap_or_default();
+    let (name, n) = armed.split_once(':').unwrap_or((&armed, "1"));
+    if name == step && HITS.fetch_add(1, Ordering::SeqCst) + 1 == n.parse().unwrap_or(1) {
+        std::process::abort();
+    }
+}
+
+/// The child half of the tests below: one call through a host whose write path is
+/// hooked. Run by [`killed_call`] only; as a test of its own it has nothing to do.
+#[tokio::test(flavor = "multi_thread")]
+async fn crash_child() {
+    if std::env::var_os(CHILD_FAILPOINT).is_none() {
+        return;
+    }
+    cheng_host::testing::on_write_step(abort_at_armed_step);
+    let tool = std::env::var("CHENG_TEST_CRASH_TOOL").unwrap();
+    let input: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(std::env::var("CHENG_TEST_CRASH_INPUT").unwrap()).unwrap()).unwrap();
+    let ws = std::env::var("CHENG_TEST_CRASH_WORKSPACE").unwrap();
+    let host = util::host("", vec![]).await;
+    let r = host.call(&cheng_host::Context::new(ws), &tool, input).await;
+    assert_eq!(r.status, cheng_host::Status::Ok, "{}", r.output);
 }
 
 fn temps(dir: &std::path::Path) -> Vec<String> {
@@ -102,4 +141,21 @@ fn killed_patches_leave_each_file_old_or_new() {
         }
     }
     assert!(kills >= 75);
+}
+
+/// The write path's test seam is not an environment switch: `CHENG_FAILPOINT`, which
+/// once aborted any program embedding the host, does nothing to the `cheng` binary.
+#[test]
+fn the_cli_has_no_fault_injection() {
+    let ws = util::workspace();
+    for point in POINTS {
+        let input = serde_json::json!({"path": "f.txt", "content": point});
+        let out = util::cheng(ws.path())
+            .args(["call", "write_file", &input.to_string()])
+            .env("CHENG_FAILPOINT", point)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{point}: {:?}", out.status);
+        assert_eq!(std::fs::read_to_string(ws.path().join("f.txt")).unwrap(), point);
+    }
 }

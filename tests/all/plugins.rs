@@ -107,7 +107,7 @@ fs = {{ write = ["."] }}
 #[test]
 fn plugin_inspect_shows_pin_imports_and_tools() {
     let ws = util::workspace();
-    let wasm = util::programs()["hostile"].clone();
+    let wasm = util::program_path("hostile");
     let out = util::cheng(ws.path()).arg("plugin").arg("inspect").arg(&wasm).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -129,11 +129,7 @@ fn plugin_inspect_shows_pin_imports_and_tools() {
 #[tokio::test(flavor = "multi_thread")]
 async fn wordcount_reads_only_its_granted_folder_and_the_log_shows_it() {
     use cheng_host::grant::{FsGrant, Grant};
-    let example = util::repo().join("examples/wordcount");
-    let built = cheng_guest_build::GuestBuild::at(&example)
-        .compile(&util::target_dir().join("guests"))
-        .expect("the example builds");
-    let wasm = built.iter().find(|g| g.package == "wordcount").unwrap().wasm.clone();
+    let wasm = util::program_path("wordcount");
     // `cheng plugin inspect` on the example: one tool, read-only.
     let ws = util::workspace();
     let out = util::cheng(ws.path()).arg("plugin").arg("inspect").arg(&wasm).output().unwrap();

@@ -1,8 +1,6 @@
 //! Helpers shared by the integration tests.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use cheng_host::grant::Grant;
 use cheng_host::policy::Config;
@@ -23,20 +21,18 @@ pub fn shared_state() -> PathBuf {
     target_dir().join("test-state")
 }
 
-/// The guest programs of `tests/programs`, built once per test run: package name → .wasm.
-pub fn programs() -> &'static HashMap<String, PathBuf> {
-    static PROGRAMS: OnceLock<HashMap<String, PathBuf>> = OnceLock::new();
-    PROGRAMS.get_or_init(|| {
-        let guests = cheng_guest_build::GuestBuild::at(repo().join("tests/programs"))
-            .compile(&target_dir().join("guests"))
-            .expect("the test programs build");
-        guests.into_iter().map(|g| (g.package, g.wasm)).collect()
-    })
+/// The component file of a guest program (built once by `tests/artifacts`).
+pub fn program_path(name: &str) -> PathBuf {
+    let (_, path) = cheng_test_artifacts::PROGRAMS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .unwrap_or_else(|| panic!("no guest program \"{name}\" in tests/artifacts"));
+    PathBuf::from(path)
 }
 
-/// The bytes of one test program.
+/// The bytes of one guest program.
 pub fn program(name: &str) -> Vec<u8> {
-    std::fs::read(&programs()[name]).unwrap()
+    std::fs::read(program_path(name)).unwrap()
 }
 
 /// A temporary workspace with a few files.

@@ -14,8 +14,14 @@ use serde_json::{Value, json};
 use crate::util;
 
 async fn host(approve: bool) -> Host {
+    // Auto-approved runs are unasked: they read only the system, the workspace and the
+    // listed toolchains, so the test runners installed for these tests are listed.
+    let mut readable: Vec<String> =
+        cheng_host::policy::process::DEFAULT_READABLE.iter().map(|s| s.to_string()).collect();
+    readable.push(util::target_dir().join("test-runners").display().to_string());
+    let config = format!("[process]\nreadable = {readable:?}\n");
     let mut b = HostBuilder::new();
-    b.config(Config::from_toml_str("", "test.toml").unwrap());
+    b.config(Config::from_toml_str(&config, "test.toml").unwrap());
     b.state_dir(util::shared_state());
     if approve {
         b.approver(Arc::new(ApproveAll));

@@ -1,22 +1,9 @@
-use cheng_sdk::prelude::*;
-
 #[cheng_sdk::schema]
-struct Input {
-    name: String,
-}
-#[cheng_sdk::schema]
-struct Output {
+struct Greeting {
     greeting: String,
 }
-
-struct Hello;
-impl Tool for Hello {
-    const NAME: &'static str = "hello";
-    const DESCRIPTION: &'static str = "Greets someone by name.";
-    type Input = Input;
-    type Output = Output;
-    fn run(i: Input, _: &Context) -> Result<Output, Failure> {
-        Ok(Output { greeting: format!("Hello, {}!", i.name) })
-    }
+/// Greets someone by name.
+#[cheng_sdk::tool(export)]
+fn hello(name: String) -> Greeting {
+    Greeting { greeting: format!("Hello, {name}!") }
 }
-cheng_sdk::export_tools!(Hello);

@@ -30,7 +30,7 @@ use std::io::Read as _;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use cheng_path_rules::{Refusal, lexical, not_found_message, symlink_message};
+use cheng_contract::paths::{Refusal, lexical, not_found_message, symlink_message};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
@@ -93,6 +93,10 @@ pub enum ReadError {
     /// A directory, not a file.
     #[error("\"{0}\" is a directory, not a file; use list_dir to see what it holds")]
     IsDir(String),
+    /// Neither a file nor a directory: a FIFO, a socket or a device, which could block
+    /// or never end.
+    #[error("\"{0}\" is not a regular file (it is a {1}); only regular files are read")]
+    NotRegular(String, &'static str),
     /// Larger than allowed.
     #[error("\"{path}\" is {size} bytes, more than the {max} bytes that can be read at once")]
     TooLarge {
@@ -161,13 +165,23 @@ impl Guard {
     /// Read the whole file at `path` (as a model sent it), refusing files larger than
     /// `max` bytes. Opened beneath the root like [`Guard::open`], for reading.
     pub fn read(&self, path: &str, max: u64) -> Result<Vec<u8>, ReadError> {
+        use std::os::unix::fs::OpenOptionsExt as _;
         let opened = self.open(path)?;
-        let by_fd = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&opened.fd));
-        let file = std::fs::File::open(&by_fd).map_err(|e| ReadError::Io(format!("cannot open \"{path}\": {e}")))?;
-        let meta = file.metadata().map_err(|e| ReadError::Io(format!("cannot inspect \"{path}\": {e}")))?;
-        if meta.is_dir() {
-            return Err(ReadError::IsDir(path.to_string()));
+        // Judge the file by its handle before opening it for reading: a FIFO would block
+        // the open, a device could never end.
+        let st = rustix::fs::fstat(&opened.fd).map_err(|e| ReadError::Io(format!("cannot inspect \"{path}\": {e}")))?;
+        match rustix::fs::FileType::from_raw_mode(st.st_mode) {
+            rustix::fs::FileType::RegularFile => {}
+            rustix::fs::FileType::Directory => return Err(ReadError::IsDir(path.to_string())),
+            other => return Err(ReadError::NotRegular(path.to_string(), file_type_name(other))),
         }
+        let by_fd = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&opened.fd));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(&by_fd)
+            .map_err(|e| ReadError::Io(format!("cannot open \"{path}\": {e}")))?;
+        let meta = file.metadata().map_err(|e| ReadError::Io(format!("cannot inspect \"{path}\": {e}")))?;
         if meta.len() > max {
             return Err(ReadError::TooLarge { path: path.to_string(), size: meta.len(), max });
         }
@@ -220,14 +234,14 @@ impl Guard {
             Errno::XDEV => GuardError::MountPoint {
                 message: format!(
                     "Refusing path \"{}\": it crosses a mount point inside the workspace root \"{}\"",
-                    cheng_path_rules::display_path(path),
+                    cheng_contract::paths::display_path(path),
                     self.root_str
                 ),
             },
             other => GuardError::Io {
                 message: format!(
                     "cannot open \"{}\": {}",
-                    cheng_path_rules::display_path(path),
+                    cheng_contract::paths::display_path(path),
                     std::io::Error::from(other)
                 ),
             },
@@ -252,6 +266,21 @@ impl Guard {
             }
         }
         None
+    }
+}
+
+/// A file type's name, for messages.
+pub fn file_type_name(t: rustix::fs::FileType) -> &'static str {
+    use rustix::fs::FileType as T;
+    match t {
+        T::RegularFile => "regular file",
+        T::Directory => "directory",
+        T::Symlink => "symbolic link",
+        T::Fifo => "FIFO (named pipe)",
+        T::Socket => "socket",
+        T::CharacterDevice => "character device",
+        T::BlockDevice => "block device",
+        _ => "special file",
     }
 }
 

@@ -9,15 +9,13 @@
 //! `.<name>.cheng-tmp` (between the link and the rename), which the next write of the
 //! same file replaces.
 //!
-//! `CHENG_FAILPOINT=<point>[:<n>]` aborts the process the n-th time (default 1) a write
-//! reaches a named point (`tmpfile`, `written`, `synced`, `linked`, `renamed`): a test
-//! hook for the crash tests.
+//! Each step of a write is named for the crash tests ([`crate::testing`]), which kill
+//! their own process at one of them and check that nothing was lost.
 
 use std::io::Write as _;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::OnceLock;
 
-use cheng_path_rules::lexical;
+use cheng_contract::paths::lexical;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
@@ -88,21 +86,6 @@ pub enum WriteError {
     Io(String),
 }
 
-fn failpoint(point: &str) {
-    static POINT: OnceLock<Option<(String, usize)>> = OnceLock::new();
-    static HITS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let armed = POINT.get_or_init(|| {
-        let v = std::env::var("CHENG_FAILPOINT").ok()?;
-        let (name, n) = v.split_once(':').unwrap_or((&v, "1"));
-        Some((name.to_string(), n.parse().unwrap_or(1)))
-    });
-    if let Some((name, n)) = armed {
-        if name == point && HITS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == *n {
-            std::process::abort();
-        }
-    }
-}
-
 fn io(what: &str, path: &str, e: Errno) -> WriteError {
     WriteError::Io(format!("cannot {what} \"{path}\": {}", std::io::Error::from(e)))
 }
@@ -170,7 +153,7 @@ impl Guard {
                 let ft = rustix::fs::FileType::from_raw_mode(st.st_mode);
                 if ft == rustix::fs::FileType::Symlink {
                     return Err(GuardError::Symlink {
-                        message: cheng_path_rules::symlink_message(path, &norm, &self.root_str),
+                        message: cheng_contract::paths::symlink_message(path, &norm, &self.root_str),
                     }
                     .into());
                 }
@@ -193,14 +176,14 @@ impl Guard {
             Mode::from_raw_mode(mode),
         )
         .map_err(|e| io("create a temporary file beside", &norm, e))?;
-        failpoint("tmpfile");
+        crate::testing::write_step("tmpfile");
         let mut file = std::fs::File::from(tmp);
         file.write_all(contents).map_err(|e| WriteError::Io(format!("cannot write \"{norm}\": {e}")))?;
-        failpoint("written");
+        crate::testing::write_step("written");
         // The umask may have narrowed the mode; set it exactly (this keeps +x).
         rustix::fs::fchmod(&file, Mode::from_raw_mode(mode)).map_err(|e| io("set the mode of", &norm, e))?;
         file.sync_all().map_err(|e| WriteError::Io(format!("cannot flush \"{norm}\": {e}")))?;
-        failpoint("synced");
+        crate::testing::write_step("synced");
         let by_fd = format!("/proc/self/fd/{}", file.as_raw_fd());
         let created = match existing {
             None => {
@@ -221,7 +204,7 @@ impl Guard {
                 false
             }
         };
-        failpoint("renamed");
+        crate::testing::write_step("renamed");
         rustix::fs::fsync(&dir).map_err(|e| io("flush the directory of", &norm, e))?;
         Ok(Written { created, bytes: contents.len() as u64 })
     }
@@ -233,7 +216,7 @@ impl Guard {
         let _ = rustix::fs::unlinkat(dir, tmp_name.as_str(), AtFlags::empty());
         rustix::fs::linkat(rustix::fs::CWD, by_fd, dir, tmp_name.as_str(), AtFlags::SYMLINK_FOLLOW)
             .map_err(|e| io("stage", norm, e))?;
-        failpoint("linked");
+        crate::testing::write_step("linked");
         rustix::fs::renameat(dir, tmp_name.as_str(), dir, name).map_err(|e| {
             let _ = rustix::fs::unlinkat(dir, tmp_name.as_str(), AtFlags::empty());
             io("replace", norm, e)
@@ -321,7 +304,7 @@ impl Guard {
         let (dir, name, norm) = self.parent_of(path, false)?;
         let st = rustix::fs::statat(&dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW).map_err(|e| match e {
             Errno::NOENT => {
-                WriteError::Guard(GuardError::NotFound { message: cheng_path_rules::not_found_message(path) })
+                WriteError::Guard(GuardError::NotFound { message: cheng_contract::paths::not_found_message(path) })
             }
             e => io("inspect", &norm, e),
         })?;

@@ -1,8 +1,12 @@
-//! Operator policy from `cheng.toml`: roles and the tools they grant, limits, and
-//! per-tool settings. Free of engine types so it can be tested on its own.
+//! Operator policy from `cheng.toml`: roles and the tools they grant, limits, per-tool
+//! settings, the command policy, plugin entries. Free of engine and process types so it
+//! can be tested on its own; the rest of the host asks it what a call may have
+//! ([`Policy::effective`]).
 //!
 //! With no file, working defaults apply: the three built-in roles (`recon`, `writer`,
-//! `developer`) and `developer` as the default role.
+//! `developer`) and `developer` as the default role. Every table refuses a key it does
+//! not know, naming the file, line and column, and the table the key belongs in when it
+//! was written in the wrong one.
 //!
 //! # Example
 //!
@@ -19,12 +23,23 @@
 //! assert!(policy.grants("reviewer", "read_file"));
 //! assert!(policy.grants("reviewer", "write_file"));
 //! assert!(!policy.grants("reviewer", "workspace_shell"));
+//!
+//! // A key in the wrong table is refused with its home named.
+//! let err = Config::from_toml_str("[tools.workspace_shell]\ncommand_whitelist = [\"echo\"]\n", "cheng.toml").unwrap_err();
+//! assert!(err.to_string().contains("`command_whitelist` belongs in `[process]`"));
 //! ```
+
+pub mod keys;
+pub mod process;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use cheng_contract::{FsAccess, Needs};
 use serde::Deserialize;
+
+use crate::grant::{Grant, Mount};
+pub use process::ProcessConfig;
 
 /// Tools of the built-in `recon` role: inspection only.
 pub const RECON_TOOLS: &[&str] = &[
@@ -50,6 +65,11 @@ pub const DEFAULT_ROLE: &str = "developer";
 pub const DEFAULT_MEMORY_MB: u64 = 256;
 /// Default CPU deadline per call (guest computing time), in milliseconds.
 pub const DEFAULT_CPU_MS: u64 = 30_000;
+/// Default wall-clock limit per call, in milliseconds: an approval's longest default
+/// wait and a command's longest budget, and then some.
+pub const DEFAULT_WALL_MS: u64 = 30 * 60 * 1000;
+/// The shortest approval wait the file may set, in milliseconds.
+pub const MIN_APPROVAL_TIMEOUT_MS: u64 = 1_000;
 
 /// A configuration file problem: which file, where, and why.
 #[derive(Debug, thiserror::Error)]
@@ -76,19 +96,18 @@ pub struct Config {
     /// Approval settings.
     #[serde(default)]
     pub approvals: ApprovalsConfig,
-    /// Per-tool settings, by tool name (kept as TOML for the tool's own reader).
+    /// Host-side settings per tool, by tool name.
     #[serde(default)]
-    pub tools: BTreeMap<String, toml::Table>,
+    pub tools: BTreeMap<String, ToolConfig>,
     /// Third-party components to load.
     #[serde(default)]
     pub plugins: Vec<PluginConfig>,
     /// The audit log.
     #[serde(default)]
     pub records: RecordsConfig,
-    /// Process spawning (`[process]`): shell strings, whitelist, rules, environment,
-    /// output caps, Landlock.
+    /// Process spawning (`[process]`).
     #[serde(default)]
-    pub process: crate::process::ProcessConfig,
+    pub process: ProcessConfig,
     /// Limits per run.
     #[serde(default)]
     pub runs: RunsConfig,
@@ -124,12 +143,32 @@ pub struct LimitsConfig {
     /// Guest computing time per call, in milliseconds (time waiting on the host excluded).
     #[serde(default = "default_cpu")]
     pub cpu_ms: u64,
+    /// Wall-clock time per call, in milliseconds, waits included: no call, and no host
+    /// import it is waiting in, holds a caller longer.
+    #[serde(default = "default_wall")]
+    pub wall_ms: u64,
 }
 
 impl Default for LimitsConfig {
     fn default() -> Self {
-        LimitsConfig { memory_mb: DEFAULT_MEMORY_MB, cpu_ms: DEFAULT_CPU_MS }
+        LimitsConfig { memory_mb: DEFAULT_MEMORY_MB, cpu_ms: DEFAULT_CPU_MS, wall_ms: DEFAULT_WALL_MS }
     }
+}
+
+fn default_wall() -> u64 {
+    DEFAULT_WALL_MS
+}
+
+/// What happens to a call when its record cannot be written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnRecordFailure {
+    /// The call fails, saying the audit log is unavailable, and no call runs until the
+    /// log can be written again (the default: no call goes unrecorded).
+    #[default]
+    Refuse,
+    /// The call's result goes out anyway and the lost record is logged.
+    Continue,
 }
 
 /// The audit log (`[records]`).
@@ -139,11 +178,14 @@ pub struct RecordsConfig {
     /// Group-commit window: appended records are fsynced together at most this often.
     #[serde(default = "default_window")]
     pub commit_window_ms: u64,
+    /// When a record cannot be written: `refuse` (default) or `continue`.
+    #[serde(default)]
+    pub on_failure: OnRecordFailure,
 }
 
 impl Default for RecordsConfig {
     fn default() -> Self {
-        RecordsConfig { commit_window_ms: default_window() }
+        RecordsConfig { commit_window_ms: default_window(), on_failure: OnRecordFailure::Refuse }
     }
 }
 
@@ -181,16 +223,36 @@ fn yes() -> bool {
     true
 }
 
-/// Host-side settings for one tool, read from `[tools.<name>]` (other keys there are
-/// the tool's own).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ToolLimits {
+/// How far a tool's filesystem access may be narrowed from `[tools.<name>]`: config
+/// narrows, never widens, so `write` is not a value here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NarrowFs {
+    /// No files.
+    None,
+    /// Read-only.
+    Read,
+}
+
+impl From<NarrowFs> for FsAccess {
+    fn from(n: NarrowFs) -> FsAccess {
+        match n {
+            NarrowFs::None => FsAccess::None,
+            NarrowFs::Read => FsAccess::Read,
+        }
+    }
+}
+
+/// Host-side settings for one tool (`[tools.<name>]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolConfig {
     /// Memory limit in MiB.
     pub memory_mb: Option<u64>,
     /// CPU deadline in ms.
     pub cpu_ms: Option<u64>,
-    /// Narrow the tool's filesystem access (`"none"` or `"read"`); never widens it.
-    pub fs: Option<crate::FsAccess>,
+    /// Narrow the tool's filesystem access (`"none"` or `"read"`).
+    pub fs: Option<NarrowFs>,
 }
 
 /// One third-party component (`[[plugins]]`).
@@ -252,7 +314,7 @@ fn default_cpu() -> u64 {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApprovalsConfig {
-    /// How long a request waits for an answer, in milliseconds (floor 1000).
+    /// How long a request waits for an answer, in milliseconds (at least 1000).
     #[serde(default = "default_approval_timeout")]
     pub timeout_ms: u64,
 }
@@ -267,6 +329,13 @@ fn default_approval_timeout() -> u64 {
     600_000
 }
 
+/// Whether `name` can name a tool in `[tools.<name>]` or a role: a built-in tool, or a
+/// plugin tool (`<id>__<tool>`, checked against what is loaded when the host starts).
+fn known_tool_shape(name: &str) -> bool {
+    let builtin = RECON_TOOLS.iter().chain(WRITER_EXTRA).chain(DEVELOPER_EXTRA).any(|t| *t == name);
+    builtin || name.split_once("__").is_some_and(|(id, tool)| !id.is_empty() && !tool.is_empty())
+}
+
 impl Config {
     /// Parse a configuration from TOML text; `origin` names it in errors.
     pub fn from_toml_str(text: &str, origin: &str) -> Result<Config, ConfigError> {
@@ -274,15 +343,33 @@ impl Config {
     }
 
     fn parse(text: &str, origin: &str, source: Option<PathBuf>) -> Result<Config, ConfigError> {
-        let mut cfg: Config = toml::from_str(text)
-            .map_err(|e| ConfigError { path: origin.to_string(), message: describe_toml_error(text, &e) })?;
+        let err = |message: String| ConfigError { path: origin.to_string(), message };
+        let mut cfg: Config = toml::from_str(text).map_err(|e| err(describe_toml_error(text, &e)))?;
         cfg.source = source;
         cfg.policy()?;
-        if let Err(message) = cfg.process.validate() {
-            return Err(ConfigError { path: origin.to_string(), message });
+        cfg.process.validate().map_err(err)?;
+        if cfg.approvals.timeout_ms < MIN_APPROVAL_TIMEOUT_MS {
+            return Err(err(format!(
+                "[approvals] timeout_ms = {} is below the floor of {MIN_APPROVAL_TIMEOUT_MS} ms; a request must be \
+                 answerable (a timeout is a refusal)",
+                cfg.approvals.timeout_ms
+            )));
         }
-        for name in cfg.tools.keys() {
-            cfg.tool_limits(name)?;
+        if cfg.limits.wall_ms == 0 || cfg.limits.cpu_ms == 0 || cfg.limits.memory_mb == 0 {
+            return Err(err("[limits] memory_mb, cpu_ms and wall_ms must be positive".into()));
+        }
+        for (name, t) in &cfg.tools {
+            if !known_tool_shape(name) {
+                return Err(err(format!(
+                    "{}: [tools.{name}] names no built-in tool (plugin tools are written <plugin-id>__<tool>)",
+                    position(text, &format!("[tools.{name}]"))
+                )));
+            }
+            for (key, v) in [("memory_mb", t.memory_mb), ("cpu_ms", t.cpu_ms)] {
+                if v == Some(0) {
+                    return Err(err(format!("[tools.{name}] {key} must be a positive integer")));
+                }
+            }
         }
         Ok(cfg)
     }
@@ -295,61 +382,66 @@ impl Config {
         Self::parse(&text, &path.display().to_string(), Some(abs))
     }
 
-    /// The resolved role table.
+    /// The resolved policy: roles with inheritance applied, limits, per-tool settings.
     pub fn policy(&self) -> Result<Policy, ConfigError> {
         Policy::from_config(self)
     }
+}
 
-    /// The host-side settings of `tool` from `[tools.<tool>]`.
-    pub fn tool_limits(&self, tool: &str) -> Result<ToolLimits, ConfigError> {
-        let Some(t) = self.tools.get(tool) else { return Ok(ToolLimits::default()) };
-        let origin = self.source.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
-        let err = |key: &str, want: &str| ConfigError {
-            path: origin.clone(),
-            message: format!("[tools.{tool}] {key} must be {want}"),
-        };
-        let int = |key: &str| -> Result<Option<u64>, ConfigError> {
-            match t.get(key) {
-                None => Ok(None),
-                Some(v) => v
-                    .as_integer()
-                    .filter(|i| *i > 0)
-                    .map(|i| Some(i as u64))
-                    .ok_or_else(|| err(key, "a positive integer")),
-            }
-        };
-        let fs = match t.get("fs") {
-            None => None,
-            Some(v) => match v.as_str() {
-                Some("none") => Some(crate::FsAccess::None),
-                Some("read") => Some(crate::FsAccess::Read),
-                Some("write") => Some(crate::FsAccess::Write),
-                _ => return Err(err("fs", "\"none\", \"read\" or \"write\"")),
-            },
-        };
-        Ok(ToolLimits { memory_mb: int("memory_mb")?, cpu_ms: int("cpu_ms")?, fs })
+/// "line L, column C" of the first occurrence of `needle` in `text` (else "at its end").
+fn position(text: &str, needle: &str) -> String {
+    match text.find(needle) {
+        Some(at) => line_col(text, at),
+        None => "somewhere in the file".to_string(),
     }
 }
 
-/// A TOML error as "line L, column C: reason".
+fn line_col(text: &str, at: usize) -> String {
+    let before = &text[..text.floor_char_boundary(at.min(text.len()))];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+    format!("line {line}, column {col}")
+}
+
+/// A TOML error as "line L, column C: reason", with the key's home when an unknown key
+/// is known to another table.
 fn describe_toml_error(text: &str, e: &toml::de::Error) -> String {
-    let reason = e.message().trim().to_string();
-    match e.span() {
-        Some(span) => {
-            let before = &text[..span.start.min(text.len())];
-            let line = before.matches('\n').count() + 1;
-            let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
-            format!("line {line}, column {col}: {reason}")
-        }
+    let mut reason = e.message().trim().to_string();
+    let at = e.span().map(|s| s.start);
+    if let Some(key) = reason.strip_prefix("unknown field `").and_then(|r| r.split('`').next()).map(str::to_string) {
+        let table = keys::table_at(text, at.unwrap_or(0));
+        reason = match keys::home_of(&key, &table) {
+            Some(home) => format!("unknown key `{key}` in {table}: {home}"),
+            None => format!("unknown key `{key}` in {table} ({reason})"),
+        };
+    }
+    match at {
+        Some(at) => format!("{}: {reason}", line_col(text, at)),
         None => reason,
     }
 }
 
-/// Resolved roles: each role's full tool set, inheritance applied.
+/// What one call of a tool gets, resolved by [`Policy::effective`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Effective {
+    /// The directories preopened for the component.
+    pub mounts: Vec<Mount>,
+    /// Whether it may ask the host to run processes.
+    pub spawn: bool,
+    /// Its memory limit in MiB.
+    pub memory_mb: u64,
+    /// Its CPU deadline in milliseconds.
+    pub cpu_ms: u64,
+}
+
+/// The resolved policy: each role's full tool set (inheritance applied), the limits
+/// and the per-tool settings.
 #[derive(Debug, Clone)]
 pub struct Policy {
     roles: BTreeMap<String, BTreeSet<String>>,
     default_role: String,
+    limits: LimitsConfig,
+    tools: BTreeMap<String, ToolConfig>,
 }
 
 impl Policy {
@@ -392,7 +484,7 @@ impl Policy {
         if !roles.contains_key(&default_role) {
             return Err(err(format!("default_role \"{default_role}\" is not a defined role")));
         }
-        Ok(Policy { roles, default_role })
+        Ok(Policy { roles, default_role, limits: cfg.limits.clone(), tools: cfg.tools.clone() })
     }
 
     /// The built-in defaults.
@@ -423,6 +515,33 @@ impl Policy {
     /// The tools `role` holds (empty for an unknown role).
     pub fn tools_of(&self, role: &str) -> Vec<&str> {
         self.roles.get(role).map(|t| t.iter().map(String::as_str).collect()).unwrap_or_default()
+    }
+
+    /// The tool names `[tools.<name>]` configures.
+    pub fn configured_tools(&self) -> impl Iterator<Item = &str> {
+        self.tools.keys().map(String::as_str)
+    }
+
+    /// What a call of `tool` gets: the intersection of what it declared (`needs`), what
+    /// its component was granted (`grant`) and what `[tools.<tool>]` narrows it to, with
+    /// its limits — the tool's own settings, else the component's grant, else `[limits]`.
+    pub fn effective(&self, tool: &str, needs: &Needs, grant: &Grant) -> Effective {
+        let t = self.tools.get(tool);
+        let declared = t.and_then(|t| t.fs).map_or(needs.fs, |narrow| needs.fs.min(narrow.into()));
+        Effective {
+            mounts: crate::grant::mounts(declared, &grant.fs),
+            spawn: needs.spawn && grant.spawn,
+            memory_mb: t.and_then(|t| t.memory_mb).or(grant.memory_mb).unwrap_or(self.limits.memory_mb),
+            cpu_ms: t.and_then(|t| t.cpu_ms).or(grant.cpu_ms).unwrap_or(self.limits.cpu_ms),
+        }
+    }
+
+    /// The largest memory any call may be given, in MiB: `[limits]`, every
+    /// `[tools.<name>]` and every grant in `grants` (what the instance pool must hold).
+    pub fn largest_memory_mb<'a>(&self, grants: impl IntoIterator<Item = &'a Grant>) -> u64 {
+        let tools = self.tools.values().filter_map(|t| t.memory_mb);
+        let granted = grants.into_iter().filter_map(|g| g.memory_mb);
+        tools.chain(granted).chain([self.limits.memory_mb]).max().unwrap_or(DEFAULT_MEMORY_MB)
     }
 }
 
@@ -461,5 +580,137 @@ mod tests {
         // A default role that does not exist is refused.
         let e = Config::from_toml_str("default_role = \"nobody\"\n", "x.toml").unwrap_err();
         assert!(e.to_string().contains("nobody"), "{e}");
+    }
+
+    /// A configuration with every key of every table (the README's reference has them
+    /// all too).
+    const EVERY_KEY: &str = r#"
+default_role = "developer"
+allow_unpinned_plugins = false
+[limits]
+memory_mb = 256
+cpu_ms = 30000
+wall_ms = 1800000
+[approvals]
+timeout_ms = 600000
+[records]
+commit_window_ms = 100
+on_failure = "refuse"
+[runs]
+max_calls = 0
+[workspaces]
+root = "/tmp"
+allow_external = true
+[roles.reviewer]
+inherits = "recon"
+tools = ["read_file"]
+[tools.read_file]
+memory_mb = 128
+cpu_ms = 5000
+fs = "read"
+[process]
+allow_shell_string = false
+command_whitelist = ""
+env = ["RUST_LOG"]
+timeout_ms = 60000
+output_bytes = 131072
+kill_grace_ms = 2000
+landlock = true
+writable = ["~/.cache"]
+readable = ["~/.rustup"]
+private_caches = false
+containment = "auto"
+[[process.rules]]
+program = "git"
+args = ["status"]
+decision = "allow"
+network = false
+[[plugins]]
+id = "acme"
+path = "acme.wasm"
+sha256 = "00"
+fs = "read"
+spawn = false
+network = []
+memory_mb = 64
+timeout_ms = 10000
+"#;
+
+    #[test]
+    fn every_table_knows_its_keys_and_refuses_others() {
+        // Every key the hint table lists is accepted where it belongs.
+        Config::from_toml_str(EVERY_KEY, "every.toml").unwrap();
+        for (table, keys) in keys::TABLES {
+            for key in *keys {
+                let present = EVERY_KEY.contains(&format!("\n{key} = ")) || EVERY_KEY.contains(&format!(".{key}]]"));
+                assert!(present, "{table} {key} is missing from the sample");
+            }
+        }
+        // Every table refuses a key it does not know, naming line and column.
+        let headers = [
+            "",
+            "[limits]\n",
+            "[approvals]\n",
+            "[records]\n",
+            "[runs]\n",
+            "[workspaces]\n",
+            "[roles.r]\n",
+            "[tools.read_file]\n",
+            "[process]\n",
+        ];
+        for h in headers {
+            let e = Config::from_toml_str(&format!("{h}zz_unknown = 1\n"), "x.toml").unwrap_err().to_string();
+            assert!(e.contains("unknown key `zz_unknown`") && e.contains("column 1"), "{h}: {e}");
+        }
+        for (h, body) in [
+            ("[[process.rules]]\n", "program = \"ls\"\ndecision = \"allow\"\n"),
+            ("[[plugins]]\n", "id = \"a\"\npath = \"a.wasm\"\n"),
+        ] {
+            let e = Config::from_toml_str(&format!("{h}{body}zz_unknown = 1\n"), "x.toml").unwrap_err().to_string();
+            assert!(e.contains("unknown key `zz_unknown`"), "{h}: {e}");
+        }
+    }
+
+    #[test]
+    fn settings_in_the_wrong_place_are_refused_with_their_home() {
+        // The whitelist written under the shell tool's table, as an operator might.
+        let e = Config::from_toml_str("[tools.workspace_shell]\ncommand_whitelist = [\"echo\"]\n", "x.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2, column 1") && e.contains("`command_whitelist` belongs in `[process]`"), "{e}");
+        // A made-up key in a tool's table.
+        let e = Config::from_toml_str("[tools.read_file]\nbogus = 1\n", "x.toml").unwrap_err().to_string();
+        assert!(e.contains("line 2") && e.contains("unknown key `bogus` in [tools.read_file]"), "{e}");
+        // A tool table naming no tool.
+        let e = Config::from_toml_str("\n[tools.read_fil]\ncpu_ms = 5\n", "x.toml").unwrap_err().to_string();
+        assert!(e.contains("line 2") && e.contains("read_fil"), "{e}");
+        // Config narrows, never widens: `fs = "write"` is refused.
+        let e = Config::from_toml_str("[tools.read_file]\nfs = \"write\"\n", "x.toml").unwrap_err().to_string();
+        assert!(e.contains("line 2") && e.contains("write"), "{e}");
+        // An approval wait below the floor is refused, not silently raised.
+        let e = Config::from_toml_str("[approvals]\ntimeout_ms = 0\n", "x.toml").unwrap_err().to_string();
+        assert!(e.contains("floor of 1000"), "{e}");
+    }
+
+    #[test]
+    fn effective_narrows_and_limits_resolve_in_order() {
+        let cfg = Config::from_toml_str(
+            "[limits]\nmemory_mb = 100\n[tools.write_file]\nfs = \"read\"\nmemory_mb = 300\n",
+            "x.toml",
+        )
+        .unwrap();
+        let p = cfg.policy().unwrap();
+        let needs = Needs { fs: FsAccess::Write, spawn: false, network: vec![] };
+        // A tool narrowed to read gets its workspace read-only, with its own memory limit.
+        let e = p.effective("write_file", &needs, &Grant::builtin());
+        assert_eq!(e.mounts, vec![Mount { rel: ".".into(), write: false }]);
+        assert_eq!(e.memory_mb, 300);
+        // Another tool gets what it declared and the [limits] memory.
+        let e = p.effective("edit_file", &needs, &Grant::builtin());
+        assert!(e.mounts[0].write && e.memory_mb == 100);
+        // The pool must hold the largest of them all, plugin grants included.
+        let big = Grant { memory_mb: Some(512), ..Grant::none() };
+        assert_eq!(p.largest_memory_mb([&big]), 512);
+        assert_eq!(p.largest_memory_mb([]), 300);
     }
 }

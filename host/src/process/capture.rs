@@ -46,6 +46,7 @@ impl HeadTail {
     }
 
     /// Bytes seen in all.
+    #[cfg(test)]
     pub fn total(&self) -> u64 {
         self.total
     }

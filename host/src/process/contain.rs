@@ -88,7 +88,7 @@ pub struct CgroupDir {
 pub fn prepare(mech: &Mechanism, id: &str) -> std::io::Result<Option<CgroupDir>> {
     match mech {
         Mechanism::Cgroup(base) => {
-            let dir = base.join(format!("cheng-{id}"));
+            let dir = base.join(format!("cheng-{}-{id}", std::process::id()));
             std::fs::create_dir(&dir)?;
             let procs = std::fs::OpenOptions::new().write(true).open(dir.join("cgroup.procs"));
             match procs {
@@ -102,6 +102,47 @@ pub fn prepare(mech: &Mechanism, id: &str) -> std::io::Result<Option<CgroupDir>>
         Mechanism::Walk => {
             become_subreaper();
             Ok(None)
+        }
+    }
+}
+
+/// Whether process `pid` exists.
+fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence and permission.
+    unsafe { libc::kill(pid, 0) == 0 || *libc::__errno_location() == libc::EPERM }
+}
+
+/// The host pid in a name this module or [`super::run`] made (`<prefix><pid>-<id>`).
+fn owner(name: &str, prefix: &str) -> Option<i32> {
+    name.strip_prefix(prefix)?.split('-').next()?.parse().ok()
+}
+
+/// Kill and remove what hosts that died left behind: the cgroups of their commands
+/// (every process still in one is killed) and their commands' temporary directories.
+/// Run once when a host starts; a host that is still running keeps its own.
+pub fn reap_stale(mech: &Mechanism) {
+    if let Mechanism::Cgroup(base) = mech {
+        for e in std::fs::read_dir(base).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(pid) = owner(&name, "cheng-") else { continue };
+            if alive(pid) {
+                continue;
+            }
+            let dir = e.path();
+            let _ = std::fs::write(dir.join("cgroup.kill"), "1");
+            for _ in 0..100 {
+                if std::fs::remove_dir(&dir).is_ok() {
+                    tracing::info!(target: "cheng::process", cgroup = %dir.display(), "removed a dead host's command cgroup");
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+    for e in std::fs::read_dir(std::env::temp_dir()).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if owner(&name, "cheng-cmd-").is_some_and(|pid| !alive(pid)) {
+            let _ = std::fs::remove_dir_all(e.path());
         }
     }
 }

@@ -1,19 +1,34 @@
-//! The Landlock ruleset a command runs under (Linux): the whole filesystem readable and
-//! executable, writes only beneath the workspace, the command's private temporary
-//! directory, a few device files and the caches the operator lists. Linking or renaming
-//! a file from outside those trees into them is refused too (Landlock's `Refer` right
-//! is only given inside them), so a hard link cannot smuggle an outside file in.
+//! The Landlock ruleset a command runs under (Linux), at the best ABI the kernel offers.
 //!
-//! The ruleset is built in the host before the fork; the child only calls
-//! `landlock_restrict_self` (after `no_new_privs`) between `fork` and `exec`.
+//! Every command: writes only beneath the workspace, its private temporary directory,
+//! a few device files and the caches the operator lists (linking or renaming a file in
+//! from elsewhere is refused too, since Landlock's `Refer` right is only given inside
+//! them, so a hard link cannot smuggle an outside file in), and no signals to processes
+//! outside its own sandbox (ABI 6 scoping), so it cannot kill or stop the host.
+//!
+//! A command nobody answered for ([`super::Tier::Unasked`]) is tighter: it reads and
+//! executes only beneath the system directories, the workspace, its temp dir, the
+//! caches and the listed toolchains (`[process] readable`) — not the user's home,
+//! other projects, keys or the host's own files — reaches no TCP port (ABI 4) unless
+//! its rule grants the network, and cannot connect to abstract Unix sockets outside its
+//! sandbox (ABI 6). A command a person approved reads what the host's user can and
+//! keeps the network.
+//!
+//! The ruleset is built in the host before the child starts; the child only calls
+//! `landlock_restrict_self` (after `no_new_privs`) between `clone` and `exec`.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use landlock::{
-    ABI, Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreated,
-    RulesetCreatedAttr,
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreated, RulesetCreatedAttr, Scope,
 };
+
+/// The newest Landlock ABI this host asks for: 7 (Linux 6.15). Newer ABIs add rights
+/// (Unix socket resolution, UDP) that would change what commands can do without a
+/// decision here, so they are taken on deliberately, not by default.
+const ABI_WANTED: ABI = ABI::V7;
 
 /// The Landlock ABI the running kernel offers, if any (probed once).
 pub fn abi_version() -> Option<i32> {
@@ -35,38 +50,94 @@ pub fn abi_version() -> Option<i32> {
     })
 }
 
-/// Device files a command may write.
-const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts", "/dev/shm"];
+/// The ABI a ruleset is enforced at here: the kernel's, up to [`ABI_WANTED`].
+pub fn effective_abi() -> Option<i32> {
+    abi_version().map(|v| v.min(7))
+}
 
-/// Build the ruleset for a command. `writable` are the workspace, the private temp dir
-/// and the operator's cache folders (those that do not exist are skipped).
-pub fn ruleset(writable: &[PathBuf]) -> Result<RulesetCreated, String> {
-    let abi = ABI::V5;
-    let all = AccessFs::from_all(abi);
-    let read = AccessFs::from_read(abi);
-    let mut rs = Ruleset::default()
-        .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(all)
-        .map_err(|e| e.to_string())?
-        .create()
-        .map_err(|e| e.to_string())?;
-    let root = PathFd::new("/").map_err(|e| e.to_string())?;
-    rs = rs.add_rule(PathBeneath::new(root, read)).map_err(|e| e.to_string())?;
-    for dev in DEVICES {
-        if let Ok(fd) = PathFd::new(dev) {
-            let rights = if Path::new(dev).is_dir() { all } else { AccessFs::from_file(abi) };
-            rs = rs.add_rule(PathBeneath::new(fd, rights)).map_err(|e| e.to_string())?;
+/// What this kernel lets the host confine, in words (for `cheng settings` and logs).
+pub fn describe() -> String {
+    match effective_abi() {
+        None => "unavailable: commands run without filesystem confinement".to_string(),
+        Some(v) => {
+            let mut parts = vec![format!("Landlock ABI {v}: filesystem")];
+            if v >= 4 {
+                parts.push("TCP for unasked commands".into());
+            }
+            if v >= 6 {
+                parts.push("signals and abstract sockets scoped".into());
+            }
+            parts.join(", ")
         }
     }
-    for dir in writable {
+}
+
+/// Device files a command may read and write.
+const DEVICES: &[&str] =
+    &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"];
+
+/// System directories a command that nobody approved may read and execute from.
+pub const SYSTEM_READABLE: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
+    "/proc",
+    "/sys",
+    "/nix/store",
+    "/snap",
+];
+
+/// What one command may touch.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Trees it may write (the workspace, its temp dir, caches). Missing ones are skipped.
+    pub writable: Vec<PathBuf>,
+    /// Trees it may read besides those: `None` for everything (an approved command).
+    pub readable: Option<Vec<PathBuf>>,
+    /// Whether it may bind and connect TCP sockets.
+    pub network: bool,
+}
+
+/// Build the ruleset for `plan`.
+pub fn ruleset(plan: &Plan) -> Result<RulesetCreated, String> {
+    let e = |e: landlock::RulesetError| e.to_string();
+    let all = AccessFs::from_all(ABI_WANTED);
+    let read = AccessFs::from_read(ABI_WANTED);
+    let mut scopes: landlock::BitFlags<Scope> = Scope::Signal.into();
+    if plan.readable.is_some() {
+        scopes |= Scope::AbstractUnixSocket;
+    }
+    let mut attr = Ruleset::default().set_compatibility(CompatLevel::BestEffort).handle_access(all).map_err(e)?;
+    if !plan.network {
+        attr = attr.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp).map_err(e)?;
+    }
+    let mut rs = attr.scope(scopes).map_err(e)?.create().map_err(e)?;
+    match &plan.readable {
+        None => rs = rs.add_rule(PathBeneath::new(PathFd::new("/").map_err(|x| x.to_string())?, read)).map_err(e)?,
+        Some(dirs) => {
+            for dir in SYSTEM_READABLE.iter().map(Path::new).chain(dirs.iter().map(PathBuf::as_path)) {
+                if let Ok(fd) = PathFd::new(dir) {
+                    rs = rs.add_rule(PathBeneath::new(fd, read)).map_err(e)?;
+                }
+            }
+        }
+    }
+    for dev in DEVICES {
+        if let Ok(fd) = PathFd::new(dev) {
+            let rights = if Path::new(dev).is_dir() { all } else { AccessFs::from_file(ABI_WANTED) };
+            rs = rs.add_rule(PathBeneath::new(fd, rights)).map_err(e)?;
+        }
+    }
+    for dir in &plan.writable {
         if let Ok(fd) = PathFd::new(dir) {
-            rs = rs.add_rule(PathBeneath::new(fd, all)).map_err(|e| e.to_string())?;
+            rs = rs.add_rule(PathBeneath::new(fd, all)).map_err(e)?;
         }
     }
     Ok(rs)
-}
-
-/// Apply `rs` to the calling process. Runs in the child between `fork` and `exec`.
-pub fn restrict_in_child(rs: RulesetCreated) -> std::io::Result<()> {
-    rs.restrict_self().map(|_| ()).map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))
 }

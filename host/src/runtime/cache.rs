@@ -123,21 +123,11 @@ fn read_cached(engine: &Engine, path: &Path) -> Option<Component> {
 }
 
 fn write_cached(path: &Path, payload: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().expect("cache files live in a directory");
-    std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("cache"),
-        std::process::id()
-    ));
     let mut data = Vec::with_capacity(MAGIC.len() + 32 + payload.len());
     data.extend_from_slice(MAGIC);
     data.extend_from_slice(&Sha256::digest(payload));
     data.extend_from_slice(payload);
-    std::fs::write(&tmp, &data)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    crate::atomic::write_atomic(path, &data)
 }
 
 /// The innermost message of an error chain.

@@ -7,8 +7,8 @@ use std::time::Duration;
 use wasmtime::{Store, Trap, UpdateDeadline};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
-use super::bindings::{ToolPre, types};
-use super::store::{CallInfo, CapturedOutput, CpuBudget, Limiter, StoreState};
+use super::bindings::{CallCaps, ChengCtx, ToolPre, types};
+use super::store::{CapturedOutput, CpuBudget, Limiter, StoreState};
 use crate::error::ErrorKind;
 use crate::grant::Mount;
 use crate::guard::Guard;
@@ -33,7 +33,7 @@ pub enum GuestOutcome {
 }
 
 /// One call's parameters.
-pub struct CallSpec<'a> {
+pub(crate) struct CallSpec<'a> {
     /// The engine.
     pub engine: &'a wasmtime::Engine,
     /// The prepared component.
@@ -52,10 +52,8 @@ pub struct CallSpec<'a> {
     pub memory: usize,
     /// CPU deadline.
     pub cpu: Duration,
-    /// Call id.
-    pub call_id: &'a str,
-    /// Facts for the imports.
-    pub info: Arc<CallInfo>,
+    /// What the imports may use.
+    pub caps: CallCaps,
 }
 
 fn wasi_ctx(
@@ -106,15 +104,13 @@ fn new_store(
     engine: &wasmtime::Engine,
     wasi: wasmtime_wasi::WasiCtx,
     memory: usize,
-    cpu: Duration,
-    info: Arc<CallInfo>,
+    cheng: ChengCtx,
 ) -> Store<StoreState> {
     let state = StoreState {
         wasi,
         table: wasmtime::component::ResourceTable::new(),
         limiter: Limiter { memory_limit: memory, hit: false },
-        budget: CpuBudget::new(cpu),
-        call: info,
+        cheng,
     };
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limiter);
@@ -122,7 +118,7 @@ fn new_store(
     // calls on the same runtime thread keep moving.
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(|ctx| {
-        if ctx.data().budget.exhausted() {
+        if ctx.data().cheng.budget().exhausted() {
             return Err(wasmtime::format_err!("cpu deadline exceeded"));
         }
         Ok(UpdateDeadline::Yield(1))
@@ -134,29 +130,12 @@ fn new_store(
 pub async fn describe(
     engine: &wasmtime::Engine,
     pre: &ToolPre<StoreState>,
-    name: &str,
     memory: usize,
     cpu: Duration,
 ) -> Result<Vec<types::ToolSpec>, String> {
     let out = CapturedOutput::default();
     let wasi = wasi_ctx(&[], None, &out, &out)?;
-    let info = Arc::new(CallInfo {
-        component: name.to_string(),
-        tool: "describe".to_string(),
-        run: "describe".to_string(),
-        role: String::new(),
-        spawn_granted: false,
-        broker: crate::approvals::Broker::new(Arc::new(crate::approvals::RefuseAll), Duration::from_secs(1), false),
-        approvals: Default::default(),
-        protected: Vec::new(),
-        guard: None,
-        mounts: Vec::new(),
-        run_state: crate::runstate::RunStateStore::new(None).scope("describe", name),
-        spawner: Arc::new(crate::process::Spawner::new(Default::default())),
-        cancel: Default::default(),
-        processes: Default::default(),
-    });
-    let mut store = new_store(engine, wasi, memory, cpu, info);
+    let mut store = new_store(engine, wasi, memory, ChengCtx::describe(CpuBudget::new(cpu)));
     let r = async {
         let tool = pre.instantiate_async(&mut store).await?;
         tool.call_describe(&mut store).await
@@ -166,7 +145,7 @@ pub async fn describe(
 }
 
 /// Run one call to completion.
-pub async fn call(spec: CallSpec<'_>) -> GuestOutcome {
+pub(crate) async fn call(spec: CallSpec<'_>) -> GuestOutcome {
     let out = CapturedOutput::default();
     let err = CapturedOutput::default();
     let wasi = match wasi_ctx(spec.mounts, Some(spec.guard), &out, &err) {
@@ -175,22 +154,23 @@ pub async fn call(spec: CallSpec<'_>) -> GuestOutcome {
             return GuestOutcome::Failed { kind: ErrorKind::Io, message, terminal: false };
         }
     };
-    let info = spec.info.clone();
-    let mut store = new_store(spec.engine, wasi, spec.memory, spec.cpu, info);
+    let component = spec.caps.component.clone();
+    let call_id = spec.caps.scope.id.clone();
     let ctx = types::CallContext {
         sandbox_root: spec.guard.root().to_string_lossy().into_owned(),
         guest_root: if spec.mounts.is_empty() { String::new() } else { GUEST_ROOT.to_string() },
-        run_id: spec.info.run.clone(),
-        role: spec.info.role.clone(),
-        call_id: spec.call_id.to_string(),
-        protected: spec.info.protected.clone(),
+        run_id: spec.caps.scope.cx.run.clone(),
+        role: spec.caps.scope.cx.role.clone(),
+        call_id: call_id.clone(),
+        protected: spec.caps.protected.clone(),
     };
+    let mut store = new_store(spec.engine, wasi, spec.memory, ChengCtx::for_call(spec.caps, CpuBudget::new(spec.cpu)));
     let result = async {
         let tool = spec.pre.instantiate_async(&mut store).await?;
         tool.call_call(&mut store, spec.local_name, spec.input, &ctx).await
     }
     .await;
-    log_output(&spec.info.component, spec.call_id, &out, &err);
+    log_output(&component, &call_id, &out, &err);
     match result {
         Ok(Ok(text)) => match serde_json::from_str::<serde_json::Value>(&text) {
             Ok(v) if v.is_object() => GuestOutcome::Ok(v),
@@ -204,10 +184,10 @@ pub async fn call(spec: CallSpec<'_>) -> GuestOutcome {
                 terminal: true,
             },
         },
-        Ok(Err(f)) => GuestOutcome::Failed { kind: kind_from_wit(f.kind), message: f.message, terminal: f.terminal },
+        Ok(Err(f)) => GuestOutcome::Failed { kind: f.kind.into(), message: f.message, terminal: f.terminal },
         Err(e) => {
-            if store.data().budget.exhausted() {
-                let ms = store.data().budget.limit().as_millis();
+            if store.data().cheng.budget().exhausted() {
+                let ms = store.data().cheng.budget().limit().as_millis();
                 return GuestOutcome::Failed {
                     kind: ErrorKind::Timeout,
                     message: format!(
@@ -238,8 +218,8 @@ fn trap_text(e: &wasmtime::Error, store: &Store<StoreState>, stderr: &CapturedOu
     if store.data().limiter.hit {
         return format!("it exceeded its memory limit of {} MiB", store.data().limiter.memory_limit >> 20);
     }
-    if store.data().budget.exhausted() {
-        return format!("it used its whole CPU budget of {} ms", store.data().budget.limit().as_millis());
+    if store.data().cheng.budget().exhausted() {
+        return format!("it used its whole CPU budget of {} ms", store.data().cheng.budget().limit().as_millis());
     }
     // A Rust guest's panic message is the most useful line it printed.
     let (text, _) = stderr.take();
@@ -258,27 +238,5 @@ fn log_output(component: &str, call_id: &str, out: &CapturedOutput, err: &Captur
         if !text.is_empty() {
             tracing::debug!(target: "cheng::plugin::output", component, call_id, stream = name, dropped, "{text}");
         }
-    }
-}
-
-/// The host's kind for a WIT kind.
-pub fn kind_from_wit(k: types::ErrorKind) -> ErrorKind {
-    use types::ErrorKind as W;
-    match k {
-        W::InvalidArgument => ErrorKind::InvalidArgument,
-        W::PathRefused => ErrorKind::PathRefused,
-        W::NotFound => ErrorKind::NotFound,
-        W::NotGranted => ErrorKind::NotGranted,
-        W::ApprovalDenied => ErrorKind::ApprovalDenied,
-        W::CommandNotAllowed => ErrorKind::CommandNotAllowed,
-        W::ShellSyntaxDisabled => ErrorKind::ShellSyntaxDisabled,
-        W::SpawnFailed => ErrorKind::SpawnFailed,
-        W::Timeout => ErrorKind::Timeout,
-        W::Cancelled => ErrorKind::Cancelled,
-        W::OutputLimit => ErrorKind::OutputLimit,
-        W::Io => ErrorKind::Io,
-        W::Crashed => ErrorKind::Crashed,
-        W::BinaryFile => ErrorKind::BinaryFile,
-        W::TooLarge => ErrorKind::TooLarge,
     }
 }

@@ -13,29 +13,7 @@ use super::bindings::{ToolPre, types};
 use super::cache::{ComponentCache, sha256_hex};
 use super::store::StoreState;
 use crate::error::HostError;
-
-/// Filesystem access a tool needs or is granted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FsAccess {
-    /// No files.
-    None,
-    /// The workspace, read-only.
-    Read,
-    /// The workspace, read-write.
-    Write,
-}
-
-/// What a tool declares it needs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Needs {
-    /// Filesystem access.
-    pub fs: FsAccess,
-    /// Process spawning through the host.
-    pub spawn: bool,
-    /// Network hosts.
-    pub network: Vec<String>,
-}
+use cheng_contract::Needs;
 
 /// One tool as its component describes it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -67,15 +45,7 @@ impl ToolSpec {
         Ok(ToolSpec {
             input_schema: parse("input", &spec.input_schema)?,
             output_schema: parse("output", &spec.output_schema)?,
-            needs: Needs {
-                fs: match spec.needs.fs {
-                    types::FsAccess::None => FsAccess::None,
-                    types::FsAccess::Read => FsAccess::Read,
-                    types::FsAccess::Write => FsAccess::Write,
-                },
-                spawn: spec.needs.spawn,
-                network: spec.needs.network,
-            },
+            needs: Needs { fs: spec.needs.fs.into(), spawn: spec.needs.spawn, network: spec.needs.network },
             name: spec.name,
             description: spec.description,
         })
@@ -149,7 +119,7 @@ impl LoadedComponent {
             return Ok(LoadedComponent { tools, ..me });
         }
         let pre = me.pre(engine, linker, cache, on_compile).await?.clone();
-        let specs = super::call::describe(engine, &pre, name, DESCRIBE_MEMORY, DESCRIBE_CPU)
+        let specs = super::call::describe(engine, &pre, DESCRIBE_MEMORY, DESCRIBE_CPU)
             .await
             .map_err(|reason| HostError::Component { name: name.to_string(), reason })?;
         let mut tools = Vec::new();
@@ -159,7 +129,7 @@ impl LoadedComponent {
         }
         if let Some(f) = &describe_file {
             if let Ok(json) = serde_json::to_vec(&tools) {
-                let _ = crate::runstate::write_atomic(f, &json);
+                let _ = crate::atomic::write_atomic(f, &json);
             }
         }
         Ok(LoadedComponent { tools, ..me })

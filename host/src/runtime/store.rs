@@ -1,6 +1,7 @@
 //! The state of one call's `Store`: its WASI context (preopens per grant, no
-//! environment, no arguments, no network), its memory limiter, its CPU budget, and its
-//! captured standard output and error.
+//! environment, no arguments, no network), the host imports' state (the call's
+//! capabilities and its CPU budget), its memory limiter, and its captured standard
+//! output and error.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -12,44 +13,11 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use crate::approvals::{ApprovalOutcome, Broker};
-use crate::runstate::RunState;
+use super::bindings::{ChengCtx, ChengHostView, ChengView};
 
 /// Bytes of a guest's stdout and of its stderr kept for the log; the rest is counted
 /// and dropped (the guest never blocks or fails on output).
 pub const CAPTURE_LIMIT: usize = 64 * 1024;
-
-/// What the host's imports need to know about the call in progress.
-pub struct CallInfo {
-    /// The component's name (for logs and run-state scoping).
-    pub component: String,
-    /// The tool being called (registry name).
-    pub tool: String,
-    /// The run.
-    pub run: String,
-    /// The role.
-    pub role: String,
-    /// Whether the component was granted process spawning.
-    pub spawn_granted: bool,
-    /// The approvals broker.
-    pub broker: Broker,
-    /// Approvals this call waited on (for its record).
-    pub approvals: Arc<Mutex<Vec<ApprovalOutcome>>>,
-    /// Workspace-relative paths the call must not write.
-    pub protected: Vec<String>,
-    /// The call's workspace guard (none while describing).
-    pub guard: Option<Arc<crate::guard::Guard>>,
-    /// What the component has mounted, for host-side filesystem requests.
-    pub mounts: Vec<crate::grant::Mount>,
-    /// Per-run state.
-    pub run_state: RunState,
-    /// Starts processes for the `process` import.
-    pub spawner: Arc<crate::process::Spawner>,
-    /// The call's cancellation token (a command in flight is stopped when it fires).
-    pub cancel: tokio_util::sync::CancellationToken,
-    /// Commands in flight for this call.
-    pub processes: Arc<std::sync::atomic::AtomicUsize>,
-}
 
 /// Guest computing time: wall time since the call started, minus time spent waiting in
 /// host imports that block on the outside world (approvals, processes).
@@ -86,8 +54,9 @@ impl CpuBudget {
     }
 }
 
-/// Enforces the memory limit and remembers that it was hit, so that the resulting trap
-/// can be reported as what it is.
+/// Enforces the memory limit and remembers that it was hit — by this limit or by the
+/// engine's own ceiling for a memory — so that the resulting trap can be reported as
+/// what it is.
 pub struct Limiter {
     /// Bytes of linear memory the guest may grow to.
     pub memory_limit: usize,
@@ -96,12 +65,19 @@ pub struct Limiter {
 }
 
 impl ResourceLimiter for Limiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        if desired > self.memory_limit {
+    fn memory_growing(&mut self, _current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > self.memory_limit || maximum.is_some_and(|m| desired > m) {
             self.hit = true;
             return Err(wasmtime::format_err!("memory limit of {} MiB exceeded", self.memory_limit >> 20));
         }
         Ok(true)
+    }
+
+    fn memory_grow_failed(&mut self, _error: wasmtime::Error) -> wasmtime::Result<()> {
+        // The engine could not grow the memory (its reservation is spent): that is the
+        // memory limit too, as far as the tool is concerned.
+        self.hit = true;
+        Ok(())
     }
 
     fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
@@ -114,8 +90,13 @@ pub struct StoreState {
     pub(crate) wasi: WasiCtx,
     pub(crate) table: ResourceTable,
     pub(crate) limiter: Limiter,
-    pub(crate) budget: CpuBudget,
-    pub(crate) call: Arc<CallInfo>,
+    pub(crate) cheng: ChengCtx,
+}
+
+impl ChengHostView for StoreState {
+    fn cheng(&mut self) -> ChengView<'_> {
+        ChengView { ctx: &mut self.cheng }
+    }
 }
 
 impl WasiView for StoreState {

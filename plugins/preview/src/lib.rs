@@ -234,7 +234,15 @@ fn bound(s: &str, max: usize, html: bool) -> (String, bool) {
         tail_start += i;
     }
     let omitted = tail_start - head_end;
-    (format!("{}\n<p>[… {omitted} bytes omitted …]</p>\n{}", &s[..head_end], &s[tail_start..]), true)
+    (
+        format!(
+            "{}\n<p>{}</p>\n{}",
+            &s[..head_end],
+            cheng_fs_core::text::omitted_marker(omitted as u64),
+            &s[tail_start..]
+        ),
+        true,
+    )
 }
 
 /// What an HTML page says.

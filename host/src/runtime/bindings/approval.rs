@@ -1,33 +1,44 @@
 //! `cheng:tool/approval`: ask the approvals broker. Time spent waiting is not guest
 //! computing time, so it is taken off the CPU budget; the outcome goes into the call's
-//! record.
+//! record, and an answer other than yes is recorded as the host's denial.
 
 use std::time::Instant;
 
+use super::ChengView;
 use super::generated::cheng::tool::approval::{ApprovalRequest, Decision, Host};
-use crate::approvals::{self, Decision as D};
-use crate::runtime::store::StoreState;
+use crate::approvals;
+use crate::capability::{Denial, Right};
 
-impl Host for StoreState {
+impl Host for ChengView<'_> {
     async fn request(&mut self, req: ApprovalRequest) -> Decision {
+        let Ok(caps) = self.caps() else { return Decision::Declined };
         let started = Instant::now();
-        let card = approvals::ApprovalRequest {
-            id: crate::new_id(),
-            run: self.call.run.clone(),
-            role: self.call.role.clone(),
-            tool: self.call.tool.clone(),
-            summary: req.summary,
-            detail: req.detail,
-            purpose: req.purpose,
+        let scope = caps.scope.clone();
+        let card = approvals::ApprovalRequest::new(
+            &scope.cx.run,
+            &scope.cx.role,
+            &scope.tool,
+            req.summary,
+            req.detail,
+            req.purpose,
+        );
+        let summary = card.summary.clone();
+        let outcome = tokio::select! {
+            o = caps.broker.request(card) => Some(o),
+            _ = scope.cx.cancel.cancelled() => None,
         };
-        let outcome = self.call.broker.request(card).await;
-        self.budget.add_wait(started.elapsed());
+        self.ctx.budget.add_wait(started.elapsed());
+        let Some(outcome) = outcome else { return Decision::Declined };
         let decision = outcome.decision;
-        self.call.approvals.lock().unwrap_or_else(|p| p.into_inner()).push(outcome);
-        match decision {
-            D::Approved | D::AutoApproved => Decision::Approved,
-            D::TimedOut => Decision::TimedOut,
-            D::Declined | D::NoApprover => Decision::Declined,
+        scope.approval(outcome);
+        if !decision.approved() {
+            scope.deny(Denial::new(
+                Right::Approval,
+                summary,
+                cheng_contract::ErrorKind::ApprovalDenied,
+                format!("approval {}", decision.as_str()),
+            ));
         }
+        decision.into()
     }
 }

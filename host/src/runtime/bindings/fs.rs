@@ -1,49 +1,32 @@
-//! `cheng:tool/fs`: atomic writes and removals done by the host, through the workspace
-//! guard, only under a read-write mount of the call's grant and never on a protected
-//! path. Every refusal is logged at `cheng::denials`.
+//! `cheng:tool/fs`: reads, directory listings, atomic writes and removals done by the
+//! host through the workspace guard — reads only under a mount of the call's grant,
+//! writes only under a read-write one and never on a protected path. Every refusal of a
+//! right goes into the call's record (and the `cheng::denials` log).
+
+use std::sync::Arc;
 
 use super::generated::cheng::tool::fs::{self as wfs, Host, WriteResult};
 use super::generated::cheng::tool::types::{ErrorKind, Failure};
-use crate::guard::{GuardError, ReadError, WriteError};
-use crate::runtime::store::StoreState;
+use super::{ChengView, failure as fail};
+use crate::capability::{self, Refused};
+use crate::guard::{Guard, GuardError, ReadError, WriteError};
 
-fn refuse(kind: ErrorKind, message: String) -> Failure {
-    Failure { kind, message, terminal: true }
-}
-
-impl StoreState {
-    /// The first statement of every `fs` function: may this call read (any mount
-    /// covering `path`) or write (a read-write mount, and not a protected path) there?
-    fn check_access(&self, path: &str, write: bool) -> Result<std::sync::Arc<crate::guard::Guard>, Failure> {
-        let Some(guard) = self.call.guard.clone() else {
-            return Err(refuse(ErrorKind::NotGranted, "this component has no access to the workspace".into()));
-        };
-        let root = guard.root().to_string_lossy().into_owned();
-        let rel = match cheng_path_rules::lexical(path, &root) {
-            Ok(r) => r.normalized(),
-            Err(r) => return Err(refuse(ErrorKind::PathRefused, r.message(path, &root))),
-        };
-        let under = |m: &crate::grant::Mount| m.rel == "." || rel == m.rel || rel.starts_with(&format!("{}/", m.rel));
-        if !self.call.mounts.iter().any(|m| (m.write || !write) && under(m)) {
-            let what = if write { "write" } else { "read" };
-            tracing::warn!(target: "cheng::denials", component = %self.call.component, tool = %self.call.tool, path, "{what} outside the grant refused");
-            return Err(refuse(
-                ErrorKind::NotGranted,
-                format!("refused: \"{rel}\" is outside this tool's {what} grant"),
-            ));
+impl ChengView<'_> {
+    /// The first statement of every `fs` function: the capability check — may this
+    /// call read (any mount covering `path`) or write (a read-write mount, and not a
+    /// protected path) there? A denial goes into the call's record.
+    fn fs_access(&self, path: &str, write: bool) -> Result<Arc<Guard>, Failure> {
+        let caps = self.caps()?;
+        let root = caps.guard.root().to_string_lossy();
+        match capability::fs(&caps.mounts, &caps.protected, path, write, &root) {
+            Ok(_) => Ok(caps.guard.clone()),
+            Err(Refused::Denied(d)) => {
+                let f = Failure { kind: d.kind.into(), message: d.message.clone(), terminal: true };
+                caps.scope.deny(d);
+                Err(f)
+            }
+            Err(Refused::Invalid { kind, message }) => Err(fail(kind, message)),
         }
-        let protected = rel.split('/').any(|s| s == ".git")
-            || self.call.protected.iter().any(|p| rel == *p || rel.starts_with(&format!("{p}/")));
-        if write && protected {
-            tracing::warn!(target: "cheng::denials", component = %self.call.component, tool = %self.call.tool, path, "write to a protected path refused");
-            return Err(refuse(
-                ErrorKind::PathRefused,
-                format!(
-                    "Refusing to write \"{rel}\": .git, the host's configuration and its state directory are never written by tools"
-                ),
-            ));
-        }
-        Ok(guard)
     }
 }
 
@@ -65,7 +48,7 @@ fn read_failure(e: ReadError) -> Failure {
         ReadError::Guard(GuardError::NotFound { .. }) => ErrorKind::NotFound,
         ReadError::Guard(GuardError::Io { .. }) | ReadError::Io(_) => ErrorKind::Io,
         ReadError::Guard(_) => ErrorKind::PathRefused,
-        ReadError::IsDir(_) => ErrorKind::InvalidArgument,
+        ReadError::IsDir(_) | ReadError::NotRegular(..) => ErrorKind::InvalidArgument,
         ReadError::TooLarge { .. } => ErrorKind::TooLarge,
     };
     Failure { kind, message: e.to_string(), terminal: kind != ErrorKind::Io }
@@ -76,9 +59,9 @@ pub const MAX_READ: u64 = 256 << 20;
 /// The most one `read-files` may return in total.
 pub const MAX_READ_MANY: u64 = 256 << 20;
 
-impl Host for StoreState {
+impl Host for ChengView<'_> {
     async fn read_file(&mut self, path: String, max_bytes: u64) -> Result<Vec<u8>, Failure> {
-        let guard = self.check_access(&path, false)?;
+        let guard = self.fs_access(&path, false)?;
         guard.read(&path, max_bytes.min(MAX_READ)).map_err(read_failure)
     }
 
@@ -86,7 +69,7 @@ impl Host for StoreState {
         let mut total = 0u64;
         let mut out = Vec::with_capacity(paths.len());
         for path in paths {
-            let r = self.check_access(&path, false).and_then(|g| {
+            let r = self.fs_access(&path, false).and_then(|g| {
                 let left = MAX_READ_MANY.saturating_sub(total);
                 g.read(&path, max_bytes_each.min(MAX_READ).min(left)).map_err(read_failure)
             });
@@ -105,22 +88,22 @@ impl Host for StoreState {
         create_dirs: bool,
         overwrite: bool,
     ) -> Result<WriteResult, Failure> {
-        let guard = self.check_access(&path, true)?;
+        let guard = self.fs_access(&path, true)?;
         let w = guard.write_atomic(&path, &contents, create_dirs, overwrite).map_err(failure)?;
         Ok(WriteResult { created: w.created, bytes_written: w.bytes })
     }
 
     async fn remove_file(&mut self, path: String) -> Result<(), Failure> {
-        let guard = self.check_access(&path, true)?;
+        let guard = self.fs_access(&path, true)?;
         guard.remove_file(&path).map_err(failure)
     }
 
     async fn read_dir(&mut self, path: String, sizes: bool) -> Result<Vec<wfs::DirEntry>, Failure> {
-        let guard = self.check_access(&path, false)?;
+        let guard = self.fs_access(&path, false)?;
         let entries = guard.read_dir(&path, sizes).map_err(failure)?;
         Ok(entries
             .into_iter()
-            .map(|e| wfs::DirEntry { name: e.name, valid_utf8: e.valid_utf8, kind: kind(e.kind), size: e.size })
+            .map(|e| wfs::DirEntry { name: e.name, valid_utf8: e.valid_utf8, kind: e.kind.into(), size: e.size })
             .collect())
     }
 
@@ -133,7 +116,7 @@ impl Host for StoreState {
         // in 41 directories four threads cost more than they save (the workspace_git
         // bench went from 0.9x to 1.1x of git). So: one thread per core, two per core
         // for a large listing.
-        let checked: Vec<Result<_, Failure>> = paths.iter().map(|p| self.check_access(p, false)).collect();
+        let checked: Vec<Result<_, Failure>> = paths.iter().map(|p| self.fs_access(p, false)).collect();
         let list = |i: usize| -> Result<Vec<wfs::EntryStat>, Failure> {
             let guard = checked[i].as_ref().map_err(Clone::clone)?;
             Ok(guard.read_dir_stat(&paths[i]).map_err(failure)?.into_iter().map(|(e, st)| entry_stat(e, &st)).collect())
@@ -169,22 +152,13 @@ impl Host for StoreState {
     }
 }
 
-fn kind(k: crate::guard::EntryKind) -> wfs::EntryKind {
-    match k {
-        crate::guard::EntryKind::File => wfs::EntryKind::File,
-        crate::guard::EntryKind::Dir => wfs::EntryKind::Dir,
-        crate::guard::EntryKind::Symlink => wfs::EntryKind::Symlink,
-        crate::guard::EntryKind::Other => wfs::EntryKind::Other,
-    }
-}
-
 // Field widths differ between targets; the casts are the portable spelling.
 #[allow(clippy::unnecessary_cast)]
 fn entry_stat(e: crate::guard::DirEntry, st: &rustix::fs::Stat) -> wfs::EntryStat {
     wfs::EntryStat {
         name: e.name,
         valid_utf8: e.valid_utf8,
-        kind: kind(e.kind),
+        kind: e.kind.into(),
         mode: st.st_mode as u32,
         size: st.st_size as u64,
         mtime_seconds: st.st_mtime as i64,

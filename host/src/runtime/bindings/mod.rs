@@ -1,17 +1,25 @@
-//! The host side of the `tool` world: generated bindings, and one file per imported
-//! interface.
+//! The host side of the `tool` world: generated bindings, the state the imports work
+//! on, and one file per imported interface.
 //!
 //! | interface | file | what the host does |
 //! |---|---|---|
 //! | `cheng:tool/approval` | [`approval`] | asks the approvals broker |
-//! | `cheng:tool/fs` | [`fs`] | atomic writes and removals through the guard, within the grant |
-//! | `cheng:tool/process` | [`process`] | policy, approval, then a confined, bounded child ([`crate::process`]) |
+//! | `cheng:tool/fs` | [`fs`] | reads, listings, atomic writes and removals through the guard, within the grant |
+//! | `cheng:tool/process` | [`process`] | policy, approval, then a confined, bounded child |
 //! | `cheng:tool/run-state` | [`run_state`] | per-run data, scoped to the component |
 //! | `cheng:tool/log` | [`log`] | guest log lines into `tracing` |
 //!
 //! WASI comes from `wasmtime-wasi` (`p2`), limited per call by the store's context.
+//!
+//! The shape is wasmtime's: a state struct ([`ChengCtx`]), a borrowed view
+//! ([`ChengView`]) on which every generated `Host` trait is implemented, a trait the
+//! embedder's store data implements to hand out the view ([`ChengHostView`]), and
+//! [`add_to_linker`]. The interfaces have no resources, so the view holds no table.
+//! A store made to run `describe` has no call ([`ChengCtx::describe`]): every import
+//! then refuses, and nothing stands in for a broker or a spawner.
 
 pub mod approval;
+mod convert;
 pub mod fs;
 pub mod log;
 pub mod process;
@@ -27,43 +35,106 @@ mod generated {
     });
 }
 
+use std::sync::Arc;
+
+pub(crate) use convert::failure;
 pub use generated::Tool;
 pub use generated::ToolPre;
 pub use generated::cheng::tool::types;
+use wasmtime::component::{HasData, Linker};
 
-use wasmtime::component::{HasSelf, Linker};
+use crate::approvals::Broker;
+use crate::grant::Mount;
+use crate::guard::Guard;
+use crate::pipeline::CallScope;
+use crate::process::Spawner;
+use crate::runstate::RunState;
+use crate::runtime::store::CpuBudget;
 
-use crate::runtime::store::StoreState;
+/// What the imports may use for the call in progress: its scope (record, denials,
+/// approvals, cancellation) and the capabilities its grant resolved to.
+pub(crate) struct CallCaps {
+    /// The call.
+    pub scope: Arc<CallScope>,
+    /// The component's name (for logs and run-state scoping).
+    pub component: String,
+    /// The workspace guard.
+    pub guard: Arc<Guard>,
+    /// What the component has mounted, for host-side filesystem requests.
+    pub mounts: Vec<Mount>,
+    /// Workspace-relative paths no tool writes (besides `.git`).
+    pub protected: Vec<String>,
+    /// Whether the component may ask for processes.
+    pub spawn: bool,
+    /// Per-run state.
+    pub run_state: RunState,
+    /// Starts processes.
+    pub spawner: Arc<Spawner>,
+    /// The approvals broker.
+    pub broker: Broker,
+}
 
-impl types::Host for StoreState {}
+/// The state of the host's imports in one store.
+pub struct ChengCtx {
+    pub(crate) call: Option<CallCaps>,
+    pub(crate) budget: CpuBudget,
+}
 
-/// The WIT form of an error kind.
-pub fn kind_to_wit(k: crate::ErrorKind) -> types::ErrorKind {
-    use crate::ErrorKind as K;
-    use types::ErrorKind as W;
-    match k {
-        K::InvalidArgument => W::InvalidArgument,
-        K::PathRefused => W::PathRefused,
-        K::NotFound => W::NotFound,
-        K::NotGranted => W::NotGranted,
-        K::ApprovalDenied => W::ApprovalDenied,
-        K::CommandNotAllowed => W::CommandNotAllowed,
-        K::ShellSyntaxDisabled => W::ShellSyntaxDisabled,
-        K::SpawnFailed => W::SpawnFailed,
-        K::Timeout => W::Timeout,
-        K::Cancelled => W::Cancelled,
-        K::OutputLimit => W::OutputLimit,
-        K::Io => W::Io,
-        K::Crashed => W::Crashed,
-        K::BinaryFile => W::BinaryFile,
-        K::TooLarge => W::TooLarge,
-        _ => W::Io,
+impl ChengCtx {
+    pub(crate) fn for_call(call: CallCaps, budget: CpuBudget) -> ChengCtx {
+        ChengCtx { call: Some(call), budget }
+    }
+
+    /// For a component describing itself: no call, so every import refuses.
+    pub(crate) fn describe(budget: CpuBudget) -> ChengCtx {
+        ChengCtx { call: None, budget }
+    }
+
+    /// The guest's computing time budget.
+    pub(crate) fn budget(&self) -> &CpuBudget {
+        &self.budget
     }
 }
 
+/// A borrowed view of a store's [`ChengCtx`]; the generated `Host` traits are
+/// implemented on it.
+pub struct ChengView<'a> {
+    /// The state.
+    pub ctx: &'a mut ChengCtx,
+}
+
+impl ChengView<'_> {
+    /// The call's capabilities, or the refusal an import gives while a component
+    /// describes itself.
+    fn caps(&self) -> Result<&CallCaps, types::Failure> {
+        self.ctx.call.as_ref().ok_or_else(|| {
+            failure(
+                cheng_contract::ErrorKind::NotGranted,
+                "host services are not available while a component describes itself",
+            )
+        })
+    }
+}
+
+/// Store data that holds a [`ChengCtx`].
+pub trait ChengHostView: Send {
+    /// The view of this store's import state.
+    fn cheng(&mut self) -> ChengView<'_>;
+}
+
+struct HasCheng;
+
+impl HasData for HasCheng {
+    type Data<'a> = ChengView<'a>;
+}
+
+impl types::Host for ChengView<'_> {}
+
 /// Add the `tool` world's imports and WASI to `linker`.
-pub fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
+pub fn add_to_linker<T: ChengHostView + wasmtime_wasi::WasiView + 'static>(
+    linker: &mut Linker<T>,
+) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
-    Tool::add_to_linker::<StoreState, HasSelf<StoreState>>(linker, |s| s)?;
+    Tool::add_to_linker::<T, HasCheng>(linker, |t| t.cheng())?;
     Ok(())
 }

@@ -1,37 +1,34 @@
-//! `cheng:tool/process`: the only way a component can ask for a process. Without a
-//! spawn grant the request is refused with `not-granted`. With one, the host's
-//! [`Spawner`](crate::process::Spawner) checks it against policy, the approvals broker
-//! asks a person (unless a rule allows the command or auto-approve is on), and the
-//! command runs confined and bounded. Every refusal is logged at `cheng::denials` and
-//! lands in the call's record; time spent waiting is taken off the CPU budget.
+//! `cheng:tool/process`: the only way a component can ask for a process. The capability
+//! check comes first (a spawn grant); then the host's [`Spawner`](crate::process::Spawner)
+//! checks the request against policy, the approvals broker asks a person (unless a rule
+//! allows the command), and the command runs confined and bounded at the tier its
+//! approval earned. Every refusal by grant, policy or a person goes into the call's
+//! record; time spent waiting is taken off the CPU budget.
 
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use super::generated::cheng::tool::process::{CommandOutcome, CommandRequest, Host, Termination};
-use super::generated::cheng::tool::types::{ErrorKind, Failure};
-use crate::approvals::{self, Decision as D};
-use crate::process::{self as proc_, RuleDecision};
-use crate::runtime::store::StoreState;
+use super::generated::cheng::tool::process::{CommandOutcome, CommandRequest, Host};
+use super::generated::cheng::tool::types::Failure;
+use super::{ChengView, failure};
+use crate::approvals::{self, Decision};
+use crate::capability;
+use crate::policy::process::RuleDecision;
+use crate::process::{self as proc_, Tier};
+use cheng_contract::ErrorKind;
 
-fn failure(kind: crate::ErrorKind, message: String) -> Failure {
-    Failure { kind: super::kind_to_wit(kind), message, terminal: kind.default_terminal() }
+fn denied(d: &capability::Denial) -> Failure {
+    Failure { kind: d.kind.into(), message: d.message.clone(), terminal: true }
 }
 
-impl Host for StoreState {
+impl Host for ChengView<'_> {
     async fn run(&mut self, req: CommandRequest) -> Result<CommandOutcome, Failure> {
-        let call = self.call.clone();
-        if !call.spawn_granted {
-            tracing::warn!(target: "cheng::denials", component = %call.component, tool = %call.tool, command = %req.command, "process spawning refused: not granted");
-            return Err(Failure {
-                kind: ErrorKind::NotGranted,
-                message: format!("refused: the component \"{}\" is not granted process spawning", call.component),
-                terminal: true,
-            });
+        let caps = self.caps()?;
+        let scope = caps.scope.clone();
+        if let Err(d) = capability::spawn(caps.spawn, &caps.component, &req.command) {
+            let f = denied(&d);
+            scope.deny(d);
+            return Err(f);
         }
-        let Some(guard) = call.guard.clone() else {
-            return Err(failure(crate::ErrorKind::NotGranted, "no workspace for this call".into()));
-        };
         let request = proc_::Request {
             command: req.command,
             args: req.args,
@@ -41,73 +38,73 @@ impl Host for StoreState {
             timeout_ms: req.timeout_ms,
             purpose: req.purpose,
         };
-        let prepared = match call.spawner.prepare(&guard, &request) {
+        let prepared = match caps.spawner.prepare(&caps.guard, &request) {
             Ok(p) => p,
-            Err(r) => {
-                tracing::warn!(target: "cheng::denials", run = %call.run, tool = %call.tool, kind = %r.kind, "command refused: {}", r.message);
-                return Err(failure(r.kind, r.message));
+            Err(r) if r.is_policy() => {
+                let shown = request.shell_string.clone().unwrap_or_else(|| request.command.clone());
+                let d = capability::command(&shown, r.kind, &r.message);
+                let f = denied(&d);
+                scope.deny(d);
+                return Err(f);
             }
+            Err(r) => return Err(failure(r.kind, r.message)),
         };
         let started = Instant::now();
-        if prepared.decision == RuleDecision::Allow {
-            tracing::info!(target: "cheng::process", run = %call.run, command = %prepared.display, "allowed by an operator rule without asking");
+        let tier = if prepared.decision == RuleDecision::Allow {
+            tracing::info!(target: "cheng::process", run = %scope.cx.run,
+                command = %cheng_contract::text::escape_line(&prepared.display), "allowed by an operator rule without asking");
+            Tier::Unasked { network: prepared.rule_network }
         } else {
             let (summary, detail) = proc_::card(&prepared);
-            let card = approvals::ApprovalRequest {
-                id: crate::new_id(),
-                run: call.run.clone(),
-                role: call.role.clone(),
-                tool: call.tool.clone(),
+            let card = approvals::ApprovalRequest::new(
+                &scope.cx.run,
+                &scope.cx.role,
+                &scope.tool,
                 summary,
                 detail,
-                purpose: prepared.purpose.clone(),
-            };
+                prepared.purpose.clone(),
+            );
+            let broker = caps.broker.clone();
             let decision = tokio::select! {
-                o = call.broker.request(card) => Some(o),
-                _ = call.cancel.cancelled() => None,
+                o = broker.request(card) => Some(o),
+                _ = scope.cx.cancel.cancelled() => None,
             };
             let Some(outcome) = decision else {
-                self.budget.add_wait(started.elapsed());
+                self.ctx.budget.add_wait(started.elapsed());
                 return Err(failure(
-                    crate::ErrorKind::Cancelled,
-                    "The call was cancelled while the command waited for approval; nothing ran.".into(),
+                    ErrorKind::Cancelled,
+                    "The call was cancelled while the command waited for approval; nothing ran.",
                 ));
             };
             let d = outcome.decision;
-            call.approvals.lock().unwrap_or_else(|p| p.into_inner()).push(outcome);
-            if !matches!(d, D::Approved | D::AutoApproved) {
-                self.budget.add_wait(started.elapsed());
-                tracing::warn!(target: "cheng::denials", run = %call.run, command = %prepared.display, decision = ?d, "command not approved");
-                let why = match d {
-                    D::TimedOut => " (nobody answered in time)",
-                    D::NoApprover => " (nobody could be asked)",
-                    _ => "",
-                };
-                return Err(failure(
-                    crate::ErrorKind::ApprovalDenied,
-                    format!(
-                        "The human declined to run this shell command{why}: `{}`. Do not run it again, \
-                         and do not retry a variant of it; propose a different approach or ask the user what to do.",
-                        proc_::escape_for_card(&prepared.display)
-                    ),
-                ));
+            scope.approval(outcome);
+            match d {
+                Decision::Approved => Tier::Approved,
+                // Approved without asking anyone: no person saw the command.
+                Decision::AutoApproved => Tier::Unasked { network: false },
+                _ => {
+                    self.ctx.budget.add_wait(started.elapsed());
+                    let why = match d {
+                        Decision::TimedOut => " (nobody answered in time)",
+                        Decision::NoApprover => " (nobody could be asked)",
+                        _ => "",
+                    };
+                    let denial = capability::approval(&prepared.display, why);
+                    let f = denied(&denial);
+                    scope.deny(denial);
+                    return Err(f);
+                }
             }
-        }
-        call.processes.fetch_add(1, Ordering::SeqCst);
-        let out = call.spawner.run(prepared, &call.cancel).await;
-        call.processes.fetch_sub(1, Ordering::SeqCst);
-        self.budget.add_wait(started.elapsed());
+        };
+        scope.commands(1);
+        let out = caps.spawner.run(prepared, tier, &scope.cx.cancel).await;
+        scope.commands(-1);
+        self.ctx.budget.add_wait(started.elapsed());
         Ok(CommandOutcome {
             command_display: out.command_display,
             cwd: out.cwd,
             exit_code: out.exit_code,
-            termination: match out.termination {
-                proc_::Termination::Exited => Termination::Exited,
-                proc_::Termination::TimedOut => Termination::TimedOut,
-                proc_::Termination::Cancelled => Termination::Cancelled,
-                proc_::Termination::Signalled => Termination::Signalled,
-                proc_::Termination::SpawnFailed => Termination::SpawnFailed,
-            },
+            termination: out.termination.into(),
             duration_ms: out.duration_ms,
             timeout_ms: out.timeout_ms,
             stdout: out.stdout,

@@ -1,16 +1,14 @@
-//! The stable failure vocabulary of Cheng's tool contract (the WIT `error-kind` enum),
-//! written once for the host and the SDK: each kind's wire code (`LOCAL_EXECUTOR_*`)
-//! and whether it is terminal by default.
+//! The stable failure vocabulary (the WIT `error-kind` enum): each kind's wire code
+//! (`LOCAL_EXECUTOR_*`) and whether it is terminal by default.
 //!
 //! # Example
 //!
 //! ```
-//! use cheng_error_kinds::ErrorKind;
+//! use cheng_contract::ErrorKind;
 //!
 //! assert_eq!(ErrorKind::NotFound.code(), "LOCAL_EXECUTOR_NOT_FOUND");
 //! assert!(!ErrorKind::Timeout.default_terminal());
 //! ```
-#![deny(missing_docs)]
 
 /// The stable failure kinds, shown to callers as `LOCAL_EXECUTOR_<KIND>`.
 ///
@@ -19,7 +17,6 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "SCREAMING_SNAKE_CASE"))]
-#[non_exhaustive]
 pub enum ErrorKind {
     /// Malformed input, an unknown tool, or a bad value. Terminal.
     InvalidArgument,

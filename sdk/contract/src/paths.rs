@@ -1,5 +1,5 @@
-//! The lexical half of Cheng's workspace path rules, written once and used by both the
-//! host's workspace guard and the guest SDK.
+//! The lexical half of the workspace path rules, used by both the host's workspace guard
+//! and the guest SDK, and the rule for paths no tool may write.
 //!
 //! A path a model sends is first judged on its text alone: NUL bytes, Windows drive and
 //! UNC prefixes, absolute paths outside the workspace root and `..` segments that leave
@@ -11,7 +11,7 @@
 //! # Example
 //!
 //! ```
-//! use cheng_path_rules::{lexical, Refusal};
+//! use cheng_contract::paths::{lexical, Refusal};
 //!
 //! let rel = lexical("src/../README.md", "/w/proj").unwrap();
 //! assert_eq!(rel.as_str(), "src/../README.md");
@@ -19,7 +19,6 @@
 //! assert_eq!(lexical("../proj2/x", "/w/proj").unwrap_err(), Refusal::Escapes);
 //! assert_eq!(lexical("C:foo", "/w/proj").unwrap_err(), Refusal::DriveRelative);
 //! ```
-#![deny(missing_docs)]
 
 use std::fmt;
 
@@ -91,15 +90,38 @@ pub fn symlink_message(path: &str, link: &str, root: &str) -> String {
 /// A path shown in a message: control characters (NUL included) escaped so that the
 /// message stays one readable line.
 pub fn display_path(path: &str) -> String {
-    let mut out = String::with_capacity(path.len());
-    for c in path.chars() {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    crate::text::escape_line(path)
+}
+
+/// Characters some file systems ignore in names (HFS+ drops these when it compares
+/// names, so `.g\u{200c}it` is `.git` there).
+fn ignorable(c: char) -> bool {
+    matches!(c as u32, 0x200C..=0x200F | 0x202A..=0x202E | 0x206A..=0x206F | 0xFEFF)
+}
+
+/// Whether one path segment names a git directory on some file system a workspace may
+/// live on: `.git` compared without regard to case (macOS and Windows volumes), with
+/// trailing dots and spaces dropped (Windows strips them), characters HFS+ ignores
+/// removed, an NTFS stream suffix (`.git::$INDEX_ALLOCATION`) cut off, and the 8.3
+/// short name `GIT~1`.
+pub fn is_git_dir_name(segment: &str) -> bool {
+    let cleaned: String = segment.chars().filter(|c| !ignorable(*c)).collect();
+    let name = cleaned.split(':').next().unwrap_or("");
+    let name = name.trim_end_matches(['.', ' ']);
+    name.eq_ignore_ascii_case(".git") || name.eq_ignore_ascii_case("git~1")
+}
+
+/// Whether no tool may write the normalized workspace-relative path `rel`: it is, or
+/// lies under, a git directory at any depth ([`is_git_dir_name`]), or one of `protected`
+/// (the host's configuration files and state directory, relative to the workspace),
+/// compared without regard to case.
+pub fn is_protected<S: AsRef<str>>(rel: &str, protected: &[S]) -> bool {
+    let lower = rel.to_lowercase();
+    rel.split('/').any(is_git_dir_name)
+        || protected
+            .iter()
+            .map(|p| p.as_ref().to_lowercase())
+            .any(|p| lower == p || lower.starts_with(&format!("{p}/")))
 }
 
 /// A path relative to the workspace root that passed the lexical rules.
@@ -339,5 +361,32 @@ mod tests {
         // Deep and then one `..` too many: refused.
         let up = format!("{}/{}", deep, vec![".."; 5001].join("/"));
         assert_eq!(lexical(&up, ROOT), Err(Refusal::Escapes));
+    }
+
+    #[test]
+    fn git_directories_in_every_spelling_are_protected() {
+        // `.git` at any depth, and its spellings on case-folding or dot-stripping file systems.
+        for rel in [
+            ".git",
+            ".git/config",
+            "sub/.git/hooks/x",
+            ".GIT/hooks/x",
+            ".git /x",
+            ".git./x",
+            ".Git.. /x",
+            "GIT~1/x",
+            ".git::$INDEX_ALLOCATION/x",
+            ".g\u{200c}it/x",
+        ] {
+            assert!(is_protected::<&str>(rel, &[]), "{rel}");
+        }
+        // Names that merely contain the letters are not.
+        for rel in [".gitignore", "a.git", "git/x", ".github/workflows/ci.yml", ".gitmodules"] {
+            assert!(!is_protected::<&str>(rel, &[]), "{rel}");
+        }
+        // Listed paths and everything beneath them, in any case.
+        assert!(is_protected(".cheng/state/x", &[".cheng/state"]));
+        assert!(is_protected("Cheng.toml", &["cheng.toml"]));
+        assert!(!is_protected("cheng.toml.bak", &["cheng.toml"]));
     }
 }

@@ -1,0 +1,284 @@
+//! [`HostBuilder`]: how an embedder (or the CLI) sets a host up — configuration,
+//! approver, state and cache directories, plugins, engine options — and `build`, which
+//! starts the engine, loads and vets every component, and wires the call pipeline's
+//! parts together.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wasmtime::component::Linker;
+
+use crate::approvals::{Approver, Broker, RefuseAll};
+use crate::grant::Grant;
+use crate::host::{Host, Inner};
+use crate::pipeline::RecordSink;
+use crate::policy::Config;
+use crate::process::Spawner;
+use crate::records::AuditLog;
+use crate::registry::Registry;
+use crate::runstate::RunStateStore;
+use crate::runtime::cache::ComponentCache;
+use crate::runtime::component::{LoadedComponent, Source};
+use crate::runtime::engine::EngineHandle;
+use crate::runtime::store::StoreState;
+use crate::{HostError, builtin, plugins, runtime};
+
+/// Builds a [`Host`].
+///
+/// Defaults, every one of which denies: the built-in roles with `developer` as default,
+/// an approver that refuses everything, no cache directory (components compile on
+/// every start), no state directory (per-run data lives in memory only).
+pub struct HostBuilder {
+    config: Config,
+    approver: Arc<dyn Approver>,
+    cache_dir: Option<PathBuf>,
+    state_dir: Option<PathBuf>,
+    on_compile: Arc<dyn Fn(&str) + Send + Sync>,
+    plugins: Vec<PluginSpec>,
+    engine: runtime::engine::EngineOptions,
+    audit: Option<PathBuf>,
+    audit_off: bool,
+    external_answers: bool,
+    protected: Vec<PathBuf>,
+}
+
+/// A third-party component to load.
+#[derive(Debug, Clone)]
+pub struct PluginSpec {
+    /// Its id (`[a-z][a-z0-9-]{0,15}`); tools register as `<id>__<tool>`.
+    pub id: String,
+    /// The component's bytes.
+    pub wasm: Vec<u8>,
+    /// Where it came from (for messages).
+    pub origin: String,
+    /// What it is granted.
+    pub grant: Grant,
+}
+
+impl Default for HostBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl HostBuilder {
+    /// A builder with the defaults above.
+    pub fn new() -> Self {
+        HostBuilder {
+            config: Config::default(),
+            approver: Arc::new(RefuseAll),
+            cache_dir: None,
+            state_dir: None,
+            on_compile: Arc::new(|_| {}),
+            plugins: Vec::new(),
+            engine: runtime::engine::EngineOptions::default(),
+            audit: None,
+            audit_off: false,
+            external_answers: false,
+            protected: Vec::new(),
+        }
+    }
+
+    /// Append call records to this JSON Lines file (default: `<state dir>/audit.jsonl`
+    /// when a state directory is set, else no audit log).
+    pub fn audit_log(&mut self, path: impl Into<PathBuf>) -> &mut Self {
+        self.audit = Some(path.into());
+        self
+    }
+
+    /// Keep no audit log, even with a state directory (benchmarks, throwaway hosts).
+    pub fn without_audit_log(&mut self) -> &mut Self {
+        self.audit_off = true;
+        self
+    }
+
+    /// Answers to approval requests may also arrive through
+    /// [`Host::answer_approval`] (an API or console is attached): requests then wait
+    /// for their timeout even when the approver cannot ask anyone.
+    pub fn external_approval_answers(&mut self, on: bool) -> &mut Self {
+        self.external_answers = on;
+        self
+    }
+
+    /// Engine options: the pooling allocator (on by default; faster per call, costs a
+    /// little at start), its slots, and the largest memory a component may reach. A
+    /// one-shot process (the CLI's `cheng call`) starts faster without pooling.
+    pub fn engine_options(&mut self, opts: runtime::engine::EngineOptions) -> &mut Self {
+        self.engine = opts;
+        self
+    }
+
+    /// Load a third-party component with `grant`. Its tools are granted to no role
+    /// until a role names them. A plugin that cannot be loaded is reported by
+    /// [`Host::load_errors`]; the host and the other plugins keep working.
+    pub fn plugin(&mut self, spec: PluginSpec) -> &mut Self {
+        self.plugins.push(spec);
+        self
+    }
+
+    /// Use this configuration (roles, limits, approvals, tool settings).
+    pub fn config(&mut self, config: Config) -> &mut Self {
+        self.config = config;
+        self
+    }
+
+    /// Who answers approval requests.
+    pub fn approver(&mut self, approver: Arc<dyn Approver>) -> &mut Self {
+        self.approver = approver;
+        self
+    }
+
+    /// Also protect `path` (a file or directory, which need not exist yet) from every
+    /// tool's writes, like the configuration in use: for the other places a
+    /// configuration is looked up (the CLI protects each of them).
+    pub fn protect(&mut self, path: impl Into<PathBuf>) -> &mut Self {
+        self.protected.push(path.into());
+        self
+    }
+
+    /// Where precompiled components are cached (shared safely between hosts).
+    pub fn cache_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// Where per-run data is kept; also the cache directory (`<dir>/cache`) and the
+    /// audit log (`<dir>/audit.jsonl`) unless those were set.
+    pub fn state_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        self.state_dir = Some(dir.into());
+        self
+    }
+
+    /// Called with a component's name just before it is compiled (not when it comes
+    /// from the cache): for a progress notice.
+    pub fn on_compile(&mut self, f: impl Fn(&str) + Send + Sync + 'static) -> &mut Self {
+        self.on_compile = Arc::new(f);
+        self
+    }
+
+    /// Start the engine and load the built-in components and the plugins.
+    pub async fn build(&mut self) -> Result<Host, HostError> {
+        let policy = self.config.policy()?;
+        let t0 = Instant::now();
+        // Plugins are read and their pins checked first: their grants size the pool.
+        let mut load_errors = Vec::new();
+        let mut specs = self.plugins.clone();
+        for pc in &self.config.plugins {
+            match plugins::plugin_from_config(&self.config, pc) {
+                Ok(spec) => specs.push(spec),
+                Err(e) => load_errors.push(e),
+            }
+        }
+        // The pool's slots must hold the largest memory any call may be given.
+        let mut opts = self.engine;
+        let largest = policy.largest_memory_mb(specs.iter().map(|s| &s.grant));
+        opts.max_memory = opts.max_memory.max((largest as usize).saturating_mul(1 << 20));
+        let engine = EngineHandle::with_options(opts)?;
+        tracing::debug!(target: "cheng::startup", ms = t0.elapsed().as_secs_f64() * 1e3, "engine ready");
+        let mut linker = Linker::<StoreState>::new(engine.engine());
+        runtime::bindings::add_to_linker(&mut linker)
+            .map_err(|e| HostError::Engine(format!("cannot link the host interfaces: {e:#}")))?;
+        let cache_dir = self.cache_dir.clone().or_else(|| self.state_dir.as_ref().map(|d| d.join("cache")));
+        let cache = ComponentCache::new(cache_dir);
+        let mut registry = Registry::default();
+        for (family, bytes, sha) in builtin::BUILTINS {
+            let c = LoadedComponent::load(
+                family,
+                Source::Static(bytes, sha),
+                engine.engine(),
+                &linker,
+                &cache,
+                self.on_compile.as_ref(),
+            )
+            .await?;
+            registry.add(Arc::new(c), "")?;
+        }
+        tracing::debug!(target: "cheng::startup", ms = t0.elapsed().as_secs_f64() * 1e3, "built-ins described");
+        for spec in specs {
+            let origin = spec.origin.clone();
+            if let Err(e) =
+                plugins::load_plugin(spec, engine.engine(), &linker, &cache, self.on_compile.as_ref(), &mut registry)
+                    .await
+            {
+                tracing::warn!(target: "cheng::plugins", plugin = %origin, "plugin refused: {e}");
+                load_errors.push(e);
+            }
+        }
+        load_errors.extend(plugins::undeclared(&policy, &registry));
+
+        let run_state = RunStateStore::new(self.state_dir.as_ref().map(|d| d.join("runs")));
+        let broker = Broker::new(
+            self.approver.clone(),
+            Duration::from_millis(self.config.approvals.timeout_ms),
+            self.external_answers,
+        );
+        let audit_path = match self.audit_off {
+            true => None,
+            false => self.audit.clone().or_else(|| self.state_dir.as_ref().map(|d| d.join("audit.jsonl"))),
+        };
+        let log = match audit_path {
+            Some(p) => Some(
+                AuditLog::open(&p, Duration::from_millis(self.config.records.commit_window_ms))
+                    .map_err(|e| HostError::Audit(e.to_string()))?,
+            ),
+            None => None,
+        };
+        // What no tool may write, wherever it sits: the configuration in use, the other
+        // places a configuration is looked up, the state directory (resolved now, as far
+        // as they exist).
+        if let Some(d) = &self.state_dir {
+            let _ = std::fs::create_dir_all(d);
+        }
+        let protected_abs: Vec<PathBuf> = self
+            .config
+            .source
+            .iter()
+            .chain(&self.protected)
+            .chain(self.state_dir.as_ref())
+            .map(|p| resolve_partial(p))
+            .collect();
+        let workspaces_root =
+            self.config.workspaces.root.as_ref().map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()));
+        let spawner = Spawner::new(self.config.process.clone(), self.state_dir.as_deref(), protected_abs.clone());
+        Ok(Host {
+            inner: Arc::new(Inner {
+                engine,
+                linker,
+                cache,
+                registry,
+                policy,
+                config: self.config.clone(),
+                run_state,
+                on_compile: self.on_compile.clone(),
+                load_errors,
+                broker,
+                records: RecordSink { log, on_failure: self.config.records.on_failure },
+                protected_abs,
+                workspaces_root,
+                spawner: Arc::new(spawner),
+            }),
+        })
+    }
+}
+
+/// `path` with symlinks resolved as far as it exists: its longest existing ancestor
+/// canonicalized, the rest appended (a configuration that does not exist yet is still
+/// protected where it would appear).
+fn resolve_partial(path: &Path) -> PathBuf {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut rest = Vec::new();
+    let mut cur = abs.as_path();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(cur) {
+            return rest.iter().rev().fold(real, |p: PathBuf, seg| p.join(seg));
+        }
+        match (cur.parent(), cur.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                cur = parent;
+            }
+            _ => return abs,
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! The types of one call as a caller sees them: who calls, where and for which run
+//! ([`Context`]), and what comes back ([`ToolResult`]).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::{ErrorKind, Status, policy};
+
+/// Who is calling, in which workspace, for which run.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// The workspace root for this call.
+    pub workspace: PathBuf,
+    /// The caller's role.
+    pub role: String,
+    /// The run this call belongs to.
+    pub run: String,
+    /// Cancel the call by cancelling this token (or by dropping the call's future).
+    pub cancel: CancellationToken,
+}
+
+impl Context {
+    /// A context for `workspace`, role `developer`, a fresh run id.
+    pub fn new(workspace: impl Into<PathBuf>) -> Self {
+        Context {
+            workspace: workspace.into(),
+            role: policy::DEFAULT_ROLE.to_string(),
+            run: new_id(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    /// Set the role.
+    pub fn role(mut self, role: impl Into<String>) -> Self {
+        self.role = role.into();
+        self
+    }
+
+    /// Set the run id.
+    pub fn run(mut self, run: impl Into<String>) -> Self {
+        self.run = run.into();
+        self
+    }
+
+    /// Use `token` for cancellation.
+    pub fn cancel_with(mut self, token: CancellationToken) -> Self {
+        self.cancel = token;
+        self
+    }
+}
+
+/// A fresh random id.
+pub fn new_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// The result of one call.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolResult {
+    /// The call's id (as in its record).
+    pub call_id: String,
+    /// `ok`, `error` or `denied`.
+    pub status: Status,
+    /// The tool's output; for failures, the envelope `{success, summary, error_kind,
+    /// terminal, error}`.
+    pub output: serde_json::Value,
+    /// The failure kind, if any.
+    pub error_kind: Option<ErrorKind>,
+    /// Whether the failure must not be retried.
+    pub terminal: bool,
+    /// How long the call took.
+    #[serde(serialize_with = "ser_duration_ms")]
+    pub duration: Duration,
+}
+
+fn ser_duration_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64() * 1000.0)
+}
+
+impl ToolResult {
+    /// A failure: the envelope `{success: false, summary, error_kind, terminal, error}`.
+    pub(crate) fn failure(
+        call_id: String,
+        status: Status,
+        kind: ErrorKind,
+        message: String,
+        terminal: bool,
+        duration: Duration,
+    ) -> Self {
+        let output = serde_json::json!({
+            "success": false,
+            "summary": message,
+            "error_kind": kind.code(),
+            "terminal": terminal,
+            "error": message,
+        });
+        ToolResult { call_id, status, output, error_kind: Some(kind), terminal, duration }
+    }
+}

@@ -1,0 +1,125 @@
+//! [`Host`]: the tool host an embedder holds — cheap to clone, serving many workspaces
+//! and concurrent calls — and what it shows about itself: its tools, policy, approvals
+//! broker, audit log and load errors. Calls go through the pipeline
+//! ([`crate::pipeline`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+use wasmtime::component::Linker;
+
+use crate::Needs;
+use crate::approvals::Broker;
+use crate::pipeline::RecordSink;
+use crate::policy::{Config, Policy};
+use crate::process::Spawner;
+use crate::records::AuditLog;
+use crate::registry::Registry;
+use crate::runstate::RunStateStore;
+use crate::runtime::cache::ComponentCache;
+use crate::runtime::engine::EngineHandle;
+use crate::runtime::store::StoreState;
+
+/// A tool as listed for callers.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolInfo {
+    /// The name a model calls.
+    pub name: String,
+    /// The name inside its component.
+    pub component_tool: String,
+    /// The component serving it.
+    pub component: String,
+    /// The description.
+    pub description: String,
+    /// Input JSON Schema.
+    pub input_schema: serde_json::Value,
+    /// Output JSON Schema.
+    pub output_schema: serde_json::Value,
+    /// Declared needs.
+    pub needs: Needs,
+}
+
+/// The tool host. Cheap to clone; serves many workspaces and concurrent calls.
+#[derive(Clone)]
+pub struct Host {
+    pub(crate) inner: Arc<Inner>,
+}
+
+/// What a host holds; shared by every clone and every call.
+pub(crate) struct Inner {
+    pub(crate) engine: EngineHandle,
+    pub(crate) linker: Linker<StoreState>,
+    pub(crate) cache: ComponentCache,
+    pub(crate) registry: Registry,
+    pub(crate) policy: Policy,
+    pub(crate) config: Config,
+    pub(crate) run_state: RunStateStore,
+    pub(crate) on_compile: Arc<dyn Fn(&str) + Send + Sync>,
+    pub(crate) load_errors: Vec<String>,
+    pub(crate) broker: Broker,
+    pub(crate) records: RecordSink,
+    pub(crate) protected_abs: Vec<PathBuf>,
+    pub(crate) workspaces_root: Option<PathBuf>,
+    pub(crate) spawner: Arc<Spawner>,
+}
+
+impl Host {
+    /// The policy in force.
+    pub fn policy(&self) -> &Policy {
+        &self.inner.policy
+    }
+
+    /// The approvals broker: pending requests, answers, the event stream.
+    pub fn approvals(&self) -> &Broker {
+        &self.inner.broker
+    }
+
+    /// Answer a pending approval request from outside (API, console); false when it is
+    /// no longer pending.
+    pub fn answer_approval(&self, id: &str, approved: bool) -> bool {
+        self.inner.broker.answer(id, approved)
+    }
+
+    /// The audit log, when there is one.
+    pub fn audit_log(&self) -> Option<&AuditLog> {
+        self.inner.records.log.as_ref()
+    }
+
+    /// Plugins that could not be loaded, one message each (the rest work).
+    pub fn load_errors(&self) -> &[String] {
+        &self.inner.load_errors
+    }
+
+    /// Every registered tool.
+    pub fn tools(&self) -> Vec<ToolInfo> {
+        self.inner
+            .registry
+            .iter()
+            .map(|e| {
+                let s = e.spec();
+                ToolInfo {
+                    name: e.name.clone(),
+                    component_tool: s.name.clone(),
+                    component: e.component.name.clone(),
+                    description: s.description.clone(),
+                    input_schema: s.input_schema.clone(),
+                    output_schema: s.output_schema.clone(),
+                    needs: s.needs.clone(),
+                }
+            })
+            .collect()
+    }
+}
+
+impl Inner {
+    /// The protected paths that lie in the workspace at `root`, relative to it.
+    pub(crate) fn protected_in(&self, root: &Path) -> Vec<String> {
+        self.protected_abs
+            .iter()
+            .filter_map(|p| p.strip_prefix(root).ok())
+            .map(|rel| rel.to_string_lossy().into_owned())
+            .filter(|rel| !rel.is_empty())
+            .collect()
+    }
+}

@@ -1,0 +1,141 @@
+//! Admission: the stages a call passes before anything of the tool runs — the tool
+//! exists, the role holds it, the run may make another call, the input is a JSON
+//! object within the size cap that matches the tool's schema, and the workspace is
+//! one this host serves.
+
+use std::sync::Arc;
+
+use super::CallScope;
+use crate::capability::{self, Denial, Right};
+use crate::guard::Guard;
+use crate::host::Inner;
+use crate::records::Status;
+use crate::registry::Entry;
+use crate::{ErrorKind, ToolResult};
+
+/// The largest input a call accepts, as JSON text.
+pub const MAX_INPUT_BYTES: usize = 32 << 20;
+
+/// 1. The registry: does the tool exist at all?
+pub(super) fn entry(inner: &Inner, scope: &CallScope) -> Result<Arc<Entry>, ToolResult> {
+    inner.registry.get(&scope.tool).cloned().ok_or_else(|| {
+        scope.fail(Status::Error, ErrorKind::InvalidArgument, format!("unknown tool \"{}\"", scope.tool))
+    })
+}
+
+/// 2. The grant: does the caller's role hold it?
+pub(super) fn grant(inner: &Inner, scope: &CallScope) -> Result<(), ToolResult> {
+    capability::tool(&inner.policy, &scope.cx.role, &scope.tool, &|t| inner.registry.get(t).is_some())
+        .map_err(|d| scope.refuse(d))
+}
+
+/// Whether `run` is usable as a run id (it names a directory in the state dir).
+fn valid_run_id(run: &str) -> bool {
+    !run.is_empty()
+        && run.len() <= 128
+        && !run.starts_with('.')
+        && run.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// 3. The run: a usable id, and a call budget not yet spent.
+pub(super) fn run(inner: &Inner, scope: &CallScope) -> Result<(), ToolResult> {
+    let run = &scope.cx.run;
+    if !valid_run_id(run) {
+        return Err(scope.fail(
+            Status::Error,
+            ErrorKind::InvalidArgument,
+            format!("invalid run id \"{}\": use letters, digits, '-', '_' or '.' (at most 128)", cut(run)),
+        ));
+    }
+    let max_calls = inner.config.runs.max_calls;
+    if max_calls > 0 && inner.run_state.count_call(run) > max_calls {
+        return Err(scope.refuse(Denial::new(
+            Right::RunBudget,
+            run,
+            ErrorKind::NotGranted,
+            format!(
+                "refused: run \"{run}\" has used its budget of {max_calls} tool calls. Stop calling tools and give your \
+                 final answer with what you have."
+            ),
+        )));
+    }
+    Ok(())
+}
+
+/// Text echoed in a message, cut to a readable length.
+fn cut(s: &str) -> String {
+    cheng_contract::text::cut_chars(&cheng_contract::text::escape_line(s), 200)
+}
+
+/// The input's schema check: done already, or running beside the instance loading.
+pub(super) enum Validation {
+    Done(Result<(), String>),
+    Pending(tokio::task::JoinHandle<Result<(), String>>),
+}
+
+/// 4. The input: a JSON object, at most [`MAX_INPUT_BYTES`]; its text (what the
+/// component gets) and its schema check. The first validation of a tool compiles its
+/// schema (about a millisecond, most of it one-time setup), so that one runs beside
+/// the instance loading.
+pub(super) fn input(entry: &Arc<Entry>, scope: &CallScope) -> Result<(String, Validation), ToolResult> {
+    let tool = &scope.tool;
+    if !scope.input.is_object() {
+        return Err(scope.fail(
+            Status::Error,
+            ErrorKind::InvalidArgument,
+            format!("bad arguments for \"{tool}\": the input must be a JSON object"),
+        ));
+    }
+    let text = scope.input.to_string();
+    if text.len() > MAX_INPUT_BYTES {
+        return Err(scope.fail(
+            Status::Error,
+            ErrorKind::TooLarge,
+            format!(
+                "bad arguments for \"{tool}\": the input is {} bytes, more than the {MAX_INPUT_BYTES} bytes a call accepts; \
+                 send less at once (write large content in parts, or read it from a file)",
+                text.len()
+            ),
+        ));
+    }
+    let validation = if entry.validator_ready() {
+        Validation::Done(entry.validate(&scope.input))
+    } else {
+        let (e, i) = (entry.clone(), scope.input.clone());
+        Validation::Pending(tokio::task::spawn_blocking(move || e.validate(&i)))
+    };
+    Ok((text, validation))
+}
+
+/// The schema check's verdict.
+pub(super) async fn validated(scope: &CallScope, v: Validation) -> Result<(), ToolResult> {
+    let verdict = match v {
+        Validation::Done(r) => r,
+        Validation::Pending(task) => task.await.unwrap_or_else(|e| Err(format!("schema validation failed: {e}"))),
+    };
+    verdict.map_err(|why| {
+        scope.fail(Status::Error, ErrorKind::InvalidArgument, format!("bad arguments for \"{}\": {why}", scope.tool))
+    })
+}
+
+/// 5. The workspace: resolved once per call (it may sit behind a symlink), and inside
+/// the workspaces root when external workspaces are off.
+pub(super) fn workspace(inner: &Inner, scope: &CallScope) -> Result<Arc<Guard>, ToolResult> {
+    let guard =
+        Guard::new(&scope.cx.workspace).map_err(|e| scope.fail(Status::Error, ErrorKind::NotFound, e.to_string()))?;
+    if let Some(root) = &inner.workspaces_root {
+        if !inner.config.workspaces.allow_external && !guard.root().starts_with(root) {
+            return Err(scope.refuse(Denial::new(
+                Right::Workspace,
+                guard.root().display().to_string(),
+                ErrorKind::PathRefused,
+                format!(
+                    "Refusing workspace \"{}\": it is outside the workspaces root \"{}\" and external workspaces are turned off",
+                    guard.root().display(),
+                    root.display()
+                ),
+            )));
+        }
+    }
+    Ok(Arc::new(guard))
+}

@@ -1,0 +1,151 @@
+//! The call pipeline: one call, top to bottom. Every caller — the CLI, an MCP client,
+//! an embedder — comes through [`Host::call`], and every call takes the same stages:
+//!
+//! 1. admission ([`admit`]): the registry, the role's grant, the run, the input, the
+//!    workspace — each refusal a result, never a panic or a Rust error;
+//! 2. the instance: the component compiled (or taken from the cache) and prepared;
+//! 3. what the call gets, as the policy resolves it ([`crate::policy::Policy::effective`]):
+//!    mounts, spawn, memory and CPU limits;
+//! 4. the `running` record ([`record`]), which must reach the audit log before the
+//!    tool runs (fail closed);
+//! 5. the guest, in a fresh store, its imports checked by the capability layer;
+//! 6. the outcome ([`settle`]): ok, error, or denied — denied only when the host issued
+//!    the denial;
+//! 7. the final record, written before the result is returned.
+//!
+//! A [`CallScope`] carries the call through all of them.
+
+mod admit;
+mod record;
+mod scope;
+mod settle;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use admit::MAX_INPUT_BYTES;
+pub(crate) use record::RecordSink;
+pub(crate) use scope::CallScope;
+
+use crate::records::{CallRecord, Status};
+use crate::runtime::bindings::CallCaps;
+use crate::runtime::call::CallSpec;
+use crate::{Context, ErrorKind, Host, ToolResult};
+
+impl Host {
+    /// Call `tool` with `input` (a JSON object) under `cx`.
+    ///
+    /// Never panics and never returns a Rust error: every outcome, including an unknown
+    /// tool, a refused grant, bad arguments, a crashed or timed-out component and
+    /// cancellation, is a [`ToolResult`].
+    pub async fn call(&self, cx: &Context, tool: &str, input: serde_json::Value) -> ToolResult {
+        self.call_recorded(cx, tool, input).await.0
+    }
+
+    /// Like [`Host::call`], also returning the call's record.
+    pub async fn call_recorded(&self, cx: &Context, tool: &str, input: serde_json::Value) -> (ToolResult, CallRecord) {
+        let scope = Arc::new(CallScope::new(cx, tool, input));
+        let work = async {
+            match self.stages(&scope).await {
+                Ok(r) | Err(r) => r,
+            }
+        };
+        tokio::pin!(work);
+        let result = tokio::select! {
+            r = &mut work => r,
+            _ = cx.cancel.cancelled() => {
+                // A command in flight sees the same token, stops its process tree and
+                // lets the tool report `cancelled` with what the command printed; give
+                // it the kill grace to do so. Anything else is abandoned at once.
+                let grace = Duration::from_millis(self.inner.config.process.kill_grace_ms + 2_000);
+                let cancelled = || scope.fail(Status::Error, ErrorKind::Cancelled, format!("The call to \"{tool}\" was cancelled."));
+                if scope.has_commands() {
+                    tokio::time::timeout(grace, &mut work).await.unwrap_or_else(|_| cancelled())
+                } else {
+                    cancelled()
+                }
+            }
+        };
+        let (result, mut rec) = self.inner.records.finish(&scope, result);
+        if rec.arguments.is_null() {
+            rec.arguments = crate::records::stored_arguments(&scope.input);
+        }
+        (result, rec)
+    }
+
+    /// The stages of one call; `Err` carries the result of a call that stopped early.
+    async fn stages(&self, scope: &Arc<CallScope>) -> Result<ToolResult, ToolResult> {
+        let inner = &*self.inner;
+        // 1. Admission.
+        let entry = admit::entry(inner, scope)?;
+        admit::grant(inner, scope)?;
+        admit::run(inner, scope)?;
+        let (input_text, validation) = admit::input(&entry, scope)?;
+        let guard = admit::workspace(inner, scope)?;
+
+        // 2. The instance (compiled on first use), while the schema check finishes.
+        let pre = entry
+            .component
+            .pre(inner.engine.engine(), &inner.linker, &inner.cache, inner.on_compile.as_ref())
+            .await
+            .map_err(|e| {
+                scope.fail(
+                    Status::Error,
+                    ErrorKind::Crashed,
+                    format!(
+                        "The tool \"{}\" crashed: {e}. Report this to the user rather than working around it.",
+                        scope.tool
+                    ),
+                )
+            })?;
+        admit::validated(scope, validation).await?;
+
+        // 3. What this call gets.
+        let spec = entry.spec();
+        let effective = inner.policy.effective(&scope.tool, &spec.needs, &entry.component.grant);
+        let protected = inner.protected_in(guard.root());
+
+        // 4. The running record; the audit log must take it.
+        inner.records.start(scope)?;
+
+        // 5. The guest, bounded by its CPU budget and by the wall clock.
+        let caps = CallCaps {
+            scope: scope.clone(),
+            component: entry.component.name.clone(),
+            guard: guard.clone(),
+            mounts: effective.mounts.clone(),
+            protected,
+            spawn: effective.spawn,
+            run_state: inner.run_state.scope(&scope.cx.run, &entry.component.name),
+            spawner: inner.spawner.clone(),
+            broker: inner.broker.clone(),
+        };
+        let run = crate::runtime::call::call(CallSpec {
+            engine: inner.engine.engine(),
+            pre,
+            local_name: &spec.name,
+            display_name: &scope.tool,
+            input: &input_text,
+            guard: &guard,
+            mounts: &effective.mounts,
+            memory: (effective.memory_mb as usize).saturating_mul(1 << 20),
+            cpu: Duration::from_millis(effective.cpu_ms),
+            caps,
+        });
+        let wall = Duration::from_millis(inner.config.limits.wall_ms);
+        let Ok(outcome) = tokio::time::timeout(wall, run).await else {
+            return Ok(scope.fail(
+                Status::Error,
+                ErrorKind::Timeout,
+                format!(
+                    "The tool \"{}\" timed out: it ran for {} ms of wall-clock time and was stopped. Do not retry the \
+                     same request; narrow it or report the problem to the user.",
+                    scope.tool, inner.config.limits.wall_ms
+                ),
+            ));
+        };
+
+        // 6. The outcome.
+        Ok(settle::result(scope, outcome))
+    }
+}

@@ -1,0 +1,136 @@
+//! [`CallScope`]: everything one call carries from its first stage to its record — its
+//! id and start, who is calling, the input, the approvals it waited on, the refusals the
+//! host issued, how many commands it has in flight, and where its record goes.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::approvals::ApprovalOutcome;
+use crate::capability::Denial;
+use crate::records::{self, CallRecord, Status};
+use crate::{Context, ErrorKind, ToolResult};
+
+/// One call in progress.
+pub(crate) struct CallScope {
+    /// The call's id (as in its record).
+    pub id: String,
+    /// The tool, as called.
+    pub tool: String,
+    /// Who is calling, where, for which run; its cancellation token.
+    pub cx: Context,
+    /// The input as sent.
+    pub input: serde_json::Value,
+    started: Instant,
+    started_at_ms: u64,
+    approvals: Mutex<Vec<ApprovalOutcome>>,
+    denials: Mutex<Vec<Denial>>,
+    processes: AtomicUsize,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl CallScope {
+    /// A call of `tool` with `input` under `cx`, starting now.
+    pub fn new(cx: &Context, tool: &str, input: serde_json::Value) -> CallScope {
+        CallScope {
+            id: crate::new_id(),
+            tool: tool.to_string(),
+            cx: cx.clone(),
+            input,
+            started: Instant::now(),
+            started_at_ms: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
+            approvals: Mutex::default(),
+            denials: Mutex::default(),
+            processes: AtomicUsize::new(0),
+        }
+    }
+
+    /// Time since the call started.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Record an approval the call waited on.
+    pub fn approval(&self, outcome: ApprovalOutcome) {
+        lock(&self.approvals).push(outcome);
+    }
+
+    /// Record a refusal the host issued during the call, and log it.
+    pub fn deny(&self, denial: Denial) {
+        tracing::info!(target: "cheng::denials", call = %self.id, run = %self.cx.run, tool = %self.tool,
+            right = ?denial.right, target_ = %cheng_contract::text::escape_line(&denial.target), "{}",
+            cheng_contract::text::escape_line(&denial.message));
+        lock(&self.denials).push(denial);
+    }
+
+    /// Whether the host issued a denial of this kind during the call: a failure of that
+    /// kind is then the host's refusal passed on, not the component's own claim.
+    pub fn denied_as(&self, kind: ErrorKind) -> bool {
+        lock(&self.denials).iter().any(|d| d.kind == kind)
+    }
+
+    /// A command starts or ends (`+1` / `-1`).
+    pub fn commands(&self, delta: isize) {
+        if delta > 0 {
+            self.processes.fetch_add(delta as usize, Ordering::SeqCst);
+        } else {
+            self.processes.fetch_sub(delta.unsigned_abs(), Ordering::SeqCst);
+        }
+    }
+
+    /// Whether a command is running for this call.
+    pub fn has_commands(&self) -> bool {
+        self.processes.load(Ordering::SeqCst) > 0
+    }
+
+    /// A failure result of `kind` with `status`.
+    pub fn fail(&self, status: Status, kind: ErrorKind, message: String) -> ToolResult {
+        ToolResult::failure(self.id.clone(), status, kind, message, kind.default_terminal(), self.elapsed())
+    }
+
+    /// A denial issued before the component ran: recorded, and the call's result.
+    pub fn refuse(&self, denial: Denial) -> ToolResult {
+        let r = self.fail(Status::Denied, denial.kind, denial.message.clone());
+        self.deny(denial);
+        r
+    }
+
+    /// The `running` line for the log (without the arguments: the final line has them).
+    pub fn running_record(&self) -> CallRecord {
+        self.record_of(Status::Running, &serde_json::json!({}), None, Duration::ZERO)
+    }
+
+    /// The final record for `result`, with the arguments as stored.
+    pub fn final_record(&self, result: &ToolResult) -> CallRecord {
+        let mut rec = self.record_of(result.status, &result.output, result.error_kind, result.duration);
+        rec.arguments = records::stored_arguments(&self.input);
+        rec
+    }
+
+    fn record_of(
+        &self,
+        status: Status,
+        output: &serde_json::Value,
+        kind: Option<ErrorKind>,
+        d: Duration,
+    ) -> CallRecord {
+        CallRecord {
+            id: self.id.clone(),
+            run: self.cx.run.clone(),
+            role: self.cx.role.clone(),
+            tool: self.tool.clone(),
+            arguments: serde_json::Value::Null,
+            status,
+            preview: records::preview(output),
+            duration_ms: d.as_secs_f64() * 1000.0,
+            result: if status == Status::Running { serde_json::json!({}) } else { records::stored_result(output) },
+            error_kind: kind.map(|k| k.code().to_string()),
+            approvals: lock(&self.approvals).clone(),
+            denials: lock(&self.denials).clone(),
+            started_at_ms: self.started_at_ms,
+        }
+    }
+}

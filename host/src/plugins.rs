@@ -1,0 +1,199 @@
+//! Third-party components: reading an entry of `cheng.toml` (pin, id, grant folders),
+//! vetting the component (it must be a tool-world component importing nothing beyond
+//! the tool world and WASI, and no network), and registering its tools as
+//! `<plugin-id>__<tool>`. A plugin that fails any of this is refused with one message
+//! naming it; the host and the other plugins keep working.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use wasmtime::component::Linker;
+
+use crate::PluginSpec;
+use crate::grant::{FsGrant, Grant};
+use crate::policy::{Config, FsGrantConfig, PluginConfig, Policy};
+use crate::registry::Registry;
+use crate::runtime;
+use crate::runtime::cache::ComponentCache;
+use crate::runtime::component::{LoadedComponent, Source};
+use crate::runtime::store::StoreState;
+
+/// Whether `id` is a valid plugin id: `[a-z][a-z0-9-]{0,15}`.
+pub fn valid_plugin_id(id: &str) -> bool {
+    let mut chars = id.chars();
+    matches!(chars.next(), Some('a'..='z'))
+        && id.len() <= 16
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// Check a plugin's sub-folder grant: relative, inside the workspace, never the whole
+/// workspace for writing, never `.git`.
+fn check_grant_folder(id: &str, folder: &str, write: bool) -> Result<String, String> {
+    let rel = cheng_contract::paths::lexical(folder, "/")
+        .map_err(|r| format!("plugin \"{id}\": grant folder \"{folder}\" is refused: {r}"))?;
+    let norm = rel.normalized();
+    if folder.starts_with('/') {
+        return Err(format!("plugin \"{id}\": grant folder \"{folder}\" must be relative to the workspace"));
+    }
+    if write && norm == "." {
+        return Err(format!(
+            "plugin \"{id}\": a plugin never gets write access to the whole workspace; name sub-folders"
+        ));
+    }
+    if norm.split('/').any(cheng_contract::paths::is_git_dir_name) {
+        return Err(format!("plugin \"{id}\": grant folder \"{folder}\" would expose .git"));
+    }
+    Ok(norm)
+}
+
+/// A plugin entry from `cheng.toml`, read and checked (pin, id, grants).
+pub(crate) fn plugin_from_config(cfg: &Config, pc: &PluginConfig) -> Result<PluginSpec, String> {
+    let id = &pc.id;
+    if !valid_plugin_id(id) {
+        return Err(format!("plugin id \"{id}\" must match [a-z][a-z0-9-]{{0,15}}"));
+    }
+    if !pc.network.is_empty() {
+        return Err(format!(
+            "plugin \"{id}\": network grants ({}) are not supported yet; remove `network` to load it without network access",
+            pc.network.join(", ")
+        ));
+    }
+    let base = cfg.source.as_ref().and_then(|p| p.parent()).map(Path::to_path_buf).unwrap_or_default();
+    let path = base.join(&pc.path);
+    let wasm = std::fs::read(&path).map_err(|e| format!("plugin \"{id}\": cannot read {}: {e}", path.display()))?;
+    let actual = runtime::cache::sha256_hex(&wasm);
+    match &pc.sha256 {
+        Some(expected) if !expected.eq_ignore_ascii_case(&actual) => {
+            return Err(format!(
+                "plugin \"{id}\": {} has sha256 {actual}, but cheng.toml pins {expected}; refusing to load it",
+                path.display()
+            ));
+        }
+        None if !cfg.allow_unpinned_plugins => {
+            return Err(format!(
+                "plugin \"{id}\": no sha256 pin in cheng.toml; add sha256 = \"{actual}\" after vetting {}",
+                path.display()
+            ));
+        }
+        _ => {}
+    }
+    let fs = match &pc.fs {
+        FsGrantConfig::Simple(s) if s == "none" => FsGrant::None,
+        FsGrantConfig::Simple(s) if s == "read" => FsGrant::Read,
+        FsGrantConfig::Simple(s) => {
+            return Err(format!(
+                "plugin \"{id}\": fs = \"{s}\" is not none, read, or {{ read = [...], write = [...] }}"
+            ));
+        }
+        FsGrantConfig::Scoped { read, write } => FsGrant::Scoped {
+            read: read.iter().map(|f| check_grant_folder(id, f, false)).collect::<Result<_, _>>()?,
+            write: write.iter().map(|f| check_grant_folder(id, f, true)).collect::<Result<_, _>>()?,
+        },
+    };
+    Ok(PluginSpec {
+        id: id.clone(),
+        wasm,
+        origin: path.display().to_string(),
+        grant: Grant { fs, spawn: pc.spawn, memory_mb: pc.memory_mb, cpu_ms: pc.timeout_ms },
+    })
+}
+
+/// Imports a component asks for beyond the `tool` world and WASI.
+pub(crate) fn refused_imports(component: &wasmtime::component::Component, engine: &wasmtime::Engine) -> Vec<String> {
+    component
+        .component_type()
+        .imports(engine)
+        .map(|(name, _)| name.to_string())
+        .filter(|name| !(name.starts_with("cheng:tool/") || name.starts_with("wasi:")))
+        .collect()
+}
+
+/// Network imports (`wasi:sockets/*`, `wasi:http/*`) a component asks for.
+fn network_imports(component: &wasmtime::component::Component, engine: &wasmtime::Engine) -> Vec<String> {
+    component
+        .component_type()
+        .imports(engine)
+        .map(|(name, _)| name.to_string())
+        .filter(|name| name.starts_with("wasi:sockets/") || name.starts_with("wasi:http/"))
+        .collect()
+}
+
+/// Load one plugin and register its tools as `<id>__<tool>`.
+pub(crate) async fn load_plugin(
+    spec: PluginSpec,
+    engine: &wasmtime::Engine,
+    linker: &Linker<StoreState>,
+    cache: &ComponentCache,
+    on_compile: &(dyn Fn(&str) + Send + Sync),
+    registry: &mut Registry,
+) -> Result<(), String> {
+    let id = spec.id.clone();
+    if !valid_plugin_id(&id) {
+        return Err(format!("plugin id \"{id}\" must match [a-z][a-z0-9-]{{0,15}}"));
+    }
+    let origin = spec.origin.clone();
+    let mut c = LoadedComponent::load(&id, Source::Owned(Arc::new(spec.wasm)), engine, linker, cache, on_compile)
+        .await
+        .map_err(|e| format!("plugin \"{id}\" ({origin}): {e}"))?;
+    c.grant = spec.grant;
+    // Plugins are compiled (or loaded from the cache) now, so that a corrupt or
+    // wrong-world file is one clear error at start, naming the file.
+    let pre = c.pre(engine, linker, cache, on_compile).await.map_err(|e| format!("plugin \"{id}\" ({origin}): {e}"))?;
+    let refused = refused_imports(pre.instance_pre().component(), engine);
+    if !refused.is_empty() {
+        return Err(format!(
+            "plugin \"{id}\" ({origin}) imports {}, beyond the tool world and WASI; refusing to load it",
+            refused.join(", ")
+        ));
+    }
+    // No plugin holds a network grant (the web tools that would broker it do not exist),
+    // so a component that imports sockets or HTTP is refused now, by name, rather than
+    // loaded to have every socket call fail at run time.
+    let network = network_imports(pre.instance_pre().component(), engine);
+    if !network.is_empty() {
+        return Err(format!(
+            "plugin \"{id}\" ({origin}) imports {}, but plugins get no network access; refusing to load it \
+             (build it without networking, or leave it out)",
+            network.join(", ")
+        ));
+    }
+    for t in &c.tools {
+        let name = format!("{id}__{}", t.name);
+        if name.len() > 64 {
+            return Err(format!("plugin \"{id}\": tool name \"{name}\" is longer than 64 characters"));
+        }
+    }
+    registry.add(Arc::new(c), &format!("{id}__")).map_err(|e| e.to_string())
+}
+
+/// Roles and `[tools.<name>]` tables that name plugin tools no loaded plugin declares,
+/// one message each (reported when the host starts, not at call time).
+pub(crate) fn undeclared(policy: &Policy, registry: &Registry) -> Vec<String> {
+    let declared_by = |id: &str| -> Vec<&str> {
+        registry.iter().filter(|e| e.component.name == id).map(|e| e.name.as_str()).collect()
+    };
+    let explain = |what: String, tool: &str| -> Option<String> {
+        let (id, _) = tool.split_once("__")?;
+        if registry.get(tool).is_some() {
+            return None;
+        }
+        let declared = declared_by(id);
+        Some(if declared.is_empty() {
+            format!("{what} names \"{tool}\", but no plugin \"{id}\" is loaded")
+        } else {
+            format!(
+                "{what} names \"{tool}\", which plugin \"{id}\" does not declare; it declares: {}",
+                declared.join(", ")
+            )
+        })
+    };
+    let mut out = Vec::new();
+    for role in policy.role_names() {
+        out.extend(policy.tools_of(role).into_iter().filter_map(|t| explain(format!("role \"{role}\""), t)));
+    }
+    out.extend(policy.configured_tools().filter_map(|t| explain(format!("[tools.{t}]"), t)));
+    for msg in &out {
+        tracing::warn!(target: "cheng::plugins", "{msg}");
+    }
+    out
+}

@@ -1,0 +1,294 @@
+//! The operator's `[process]` settings: how the host runs commands for components —
+//! shell strings, the whitelist, allow/prompt/forbid rules, the environment allowlist,
+//! time and output budgets, Landlock and containment. Only settings live here; the
+//! host's process module applies them.
+
+use serde::Deserialize;
+
+/// Default wall-clock budget of a command.
+pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
+/// The longest budget a request may ask for; longer ones are clamped.
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Default bytes kept of each of stdout and stderr.
+pub const DEFAULT_OUTPUT_BYTES: usize = 128 * 1024;
+/// Default time between `SIGTERM` and `SIGKILL`.
+pub const DEFAULT_KILL_GRACE_MS: u64 = 2_000;
+
+/// Environment variables passed from the host by default (when set), and which a
+/// request may set. `LC_*` stands for every locale variable.
+pub const DEFAULT_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_*", "TERM", "TZ", "USER", "TMPDIR"];
+
+/// Caches build tools write, made writable under Landlock when they exist (`~` is the
+/// host's home).
+pub const DEFAULT_WRITABLE: &[&str] = &[
+    "~/.cargo/registry",
+    "~/.cargo/git",
+    "~/.npm",
+    "~/.cache",
+    "~/.local/share/pnpm",
+    "~/.yarn",
+    "~/go/pkg",
+    "~/.gradle",
+    "~/.m2",
+];
+
+/// Toolchains installed under the home directory that a command run without asking may
+/// read (when they exist), besides the system directories and the caches.
+pub const DEFAULT_READABLE: &[&str] =
+    &["~/.rustup", "~/.cargo/bin", "~/.nvm", "~/.pyenv", "~/.local/bin", "~/.local/lib", "~/go/bin", "~/.sdkman"];
+
+/// Whether an environment variable name is never passed to a child, whatever the
+/// configuration says: loader and interpreter hooks, git's own variables, programs a
+/// tool might start on its own, and anything that looks like a credential.
+pub fn env_never_passed(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    const EXACT: &[&str] = &[
+        "PAGER",
+        "EDITOR",
+        "VISUAL",
+        "BASH_ENV",
+        "ENV",
+        "NODE_OPTIONS",
+        "PYTHONSTARTUP",
+        "PERL5OPT",
+        "RUBYOPT",
+        "IFS",
+        "PS4",
+        "PROMPT_COMMAND",
+        "SHELLOPTS",
+        "BASHOPTS",
+    ];
+    const PREFIX: &[&str] = &["LD_", "GIT_", "DYLD_"];
+    const CREDENTIAL: &[&str] = &[
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "API_KEY",
+        "APIKEY",
+        "PRIVATE_KEY",
+        "ACCESS_KEY",
+        "AUTH",
+        "SESSION",
+        "COOKIE",
+    ];
+    EXACT.contains(&upper.as_str())
+        || PREFIX.iter().any(|p| upper.starts_with(p))
+        || CREDENTIAL.iter().any(|c| upper.contains(c))
+}
+
+/// A command whitelist: one program per line (blank lines and `#` comments skipped), or
+/// a TOML array.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Whitelist {
+    /// `"cargo\nls\n"`
+    Lines(String),
+    /// `["cargo", "ls"]`
+    List(Vec<String>),
+}
+
+impl Default for Whitelist {
+    fn default() -> Self {
+        Whitelist::List(Vec::new())
+    }
+}
+
+impl Whitelist {
+    /// The programs listed.
+    pub fn programs(&self) -> Vec<String> {
+        let items: Vec<String> = match self {
+            Whitelist::Lines(s) => s.lines().map(str::to_string).collect(),
+            Whitelist::List(v) => v.clone(),
+        };
+        items.into_iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty() && !s.starts_with('#')).collect()
+    }
+}
+
+/// What a command rule decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuleDecision {
+    /// Run without asking.
+    Allow,
+    /// Ask a person (the default for every command).
+    Prompt,
+    /// Never run.
+    Forbid,
+}
+
+/// An operator rule: a program and an argument prefix.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandRule {
+    /// The program as requested (`git`, `./gradlew`).
+    pub program: String,
+    /// The arguments must start with these (empty: any arguments).
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// What to do.
+    pub decision: RuleDecision,
+    /// For an allow rule: whether the command may use the network when it runs without
+    /// a person's answer (default false: an unasked command gets no network).
+    #[serde(default)]
+    pub network: bool,
+}
+
+/// The operator's `[process]` settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessConfig {
+    /// Allow `shell_string` with shell syntax (run under `sh -c`). Default false.
+    #[serde(default)]
+    pub allow_shell_string: bool,
+    /// When non-empty, only these programs run and shell strings are refused.
+    #[serde(default)]
+    pub command_whitelist: Whitelist,
+    /// Environment names added to the allowlist.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// Default timeout in ms.
+    #[serde(default = "default_timeout")]
+    pub timeout_ms: u64,
+    /// Bytes kept of each of stdout and stderr.
+    #[serde(default = "default_output")]
+    pub output_bytes: usize,
+    /// Time between `SIGTERM` and `SIGKILL`, in ms.
+    #[serde(default = "default_grace")]
+    pub kill_grace_ms: u64,
+    /// Run commands under Landlock where the kernel has it (default true).
+    #[serde(default = "yes")]
+    pub landlock: bool,
+    /// Folders commands may write besides the workspace and their temp dir.
+    #[serde(default = "default_writable")]
+    pub writable: Vec<String>,
+    /// Folders a command run without a person's answer may read besides the system
+    /// directories, the workspace and the `writable` caches (toolchains installed in
+    /// the home directory, such as `~/.rustup`).
+    #[serde(default = "default_readable")]
+    pub readable: Vec<String>,
+    /// Give commands caches of their own under the state directory (`CARGO_HOME`,
+    /// `npm_config_cache`, …) instead of the user's shared ones.
+    #[serde(default)]
+    pub private_caches: bool,
+    /// Allow / prompt / forbid rules; the strictest matching rule wins.
+    #[serde(default)]
+    pub rules: Vec<CommandRule>,
+    /// How command trees are tracked: `auto` (a cgroup where one can be made, else the
+    /// walk) or `walk` (always the subreaper and `/proc` walk).
+    #[serde(default)]
+    pub containment: ContainmentChoice,
+}
+
+/// The `containment` setting.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContainmentChoice {
+    /// A cgroup when available, else the walk.
+    #[default]
+    Auto,
+    /// Always the walk.
+    Walk,
+}
+
+fn default_timeout() -> u64 {
+    DEFAULT_TIMEOUT_MS
+}
+fn default_output() -> usize {
+    DEFAULT_OUTPUT_BYTES
+}
+fn default_grace() -> u64 {
+    DEFAULT_KILL_GRACE_MS
+}
+fn yes() -> bool {
+    true
+}
+fn default_readable() -> Vec<String> {
+    DEFAULT_READABLE.iter().map(|s| s.to_string()).collect()
+}
+fn default_writable() -> Vec<String> {
+    DEFAULT_WRITABLE.iter().map(|s| s.to_string()).collect()
+}
+
+impl Default for ProcessConfig {
+    fn default() -> Self {
+        ProcessConfig {
+            allow_shell_string: false,
+            command_whitelist: Whitelist::default(),
+            env: Vec::new(),
+            timeout_ms: DEFAULT_TIMEOUT_MS,
+            output_bytes: DEFAULT_OUTPUT_BYTES,
+            kill_grace_ms: DEFAULT_KILL_GRACE_MS,
+            landlock: true,
+            writable: default_writable(),
+            readable: default_readable(),
+            private_caches: false,
+            rules: Vec::new(),
+            containment: ContainmentChoice::Auto,
+        }
+    }
+}
+
+impl ProcessConfig {
+    /// Check the settings; the message names the key.
+    pub fn validate(&self) -> Result<(), String> {
+        for name in &self.env {
+            if env_never_passed(name) {
+                return Err(format!(
+                    "[process] env: \"{name}\" is never passed to commands (loader hooks, git variables and credentials are refused)"
+                ));
+            }
+            if name.is_empty() || name.contains('=') || name.contains('\0') {
+                return Err(format!("[process] env: \"{name}\" is not a variable name"));
+            }
+        }
+        if self.output_bytes < 1024 || self.output_bytes > 64 << 20 {
+            return Err("[process] output_bytes must be between 1024 and 67108864".into());
+        }
+        if self.timeout_ms == 0 || self.timeout_ms > MAX_TIMEOUT_MS {
+            return Err(format!("[process] timeout_ms must be between 1 and {MAX_TIMEOUT_MS}"));
+        }
+        for r in &self.rules {
+            if r.program.trim().is_empty() {
+                return Err("[process] rules: every rule needs a program".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_names_never_passed() {
+        for n in [
+            "LD_PRELOAD",
+            "LD_LIBRARY_PATH",
+            "GIT_DIR",
+            "GIT_SSH_COMMAND",
+            "PAGER",
+            "EDITOR",
+            "BASH_ENV",
+            "NODE_OPTIONS",
+            "GITHUB_TOKEN",
+            "AWS_SECRET_ACCESS_KEY",
+            "DB_PASSWORD",
+            "my_api_key",
+        ] {
+            assert!(env_never_passed(n), "{n}");
+        }
+        for n in ["PATH", "HOME", "LANG", "LC_ALL", "RUST_LOG", "CARGO_TARGET_DIR"] {
+            assert!(!env_never_passed(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn whitelist_accepts_lines_and_arrays() {
+        let w = Whitelist::Lines("cargo\n\n# comment\n  ls  \n".into());
+        assert_eq!(w.programs(), vec!["cargo", "ls"]);
+        assert_eq!(Whitelist::List(vec!["git".into()]).programs(), vec!["git"]);
+    }
+}

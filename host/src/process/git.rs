@@ -1,0 +1,184 @@
+//! Git started by the host, in any form (`git status` allowed by a rule, `git` under a
+//! launcher, a test runner's git): the repository's executable settings neutralised.
+//!
+//! A repository's configuration is text the workspace's commands can write, and many
+//! of its settings name programs git runs on its own: `core.fsmonitor` on every
+//! `status`, hooks, clean and smudge filters, diff and merge drivers, the pager, the
+//! editor, signing programs. The host passes overrides in git's own `GIT_CONFIG_COUNT`
+//! form, which take precedence over every configuration file (includes included):
+//! fixed settings switched off, and every filter, diff and merge driver the
+//! repository's configuration files define (found by reading them, includes followed)
+//! emptied. Bare repositories found by discovery are refused (`safe.bareRepository =
+//! explicit`), so a directory dressed as a repository is not used, and discovery stops
+//! at the workspace's parent (`GIT_CEILING_DIRECTORIES`).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// Settings overridden for every git the host starts.
+const FIXED: &[(&str, &str)] = &[
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    ("core.editor", "false"),
+    ("sequence.editor", "false"),
+    ("core.askPass", ""),
+    ("core.sshCommand", "false"),
+    ("core.gitProxy", ""),
+    ("core.alternateRefsCommand", ""),
+    ("credential.helper", ""),
+    ("diff.external", ""),
+    ("commit.gpgSign", "false"),
+    ("tag.gpgSign", "false"),
+    ("push.gpgSign", "false"),
+    ("gpg.program", "false"),
+    ("protocol.ext.allow", "never"),
+    ("safe.bareRepository", "explicit"),
+    ("uploadpack.packObjectsHook", ""),
+];
+
+/// Per-driver keys that name programs.
+const DRIVER_KEYS: &[(&str, &[&str])] =
+    &[("filter", &["clean", "smudge", "process"]), ("diff", &["textconv", "command"]), ("merge", &["driver"])];
+
+/// The environment entries that neutralise a repository's programs for a git started
+/// in `cwd` (absolute) inside `workspace`.
+pub fn neutralising_env(cwd: &Path, workspace: &Path) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> = FIXED.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    for (section, name) in drivers(&config_files(cwd, workspace)) {
+        if let Some((_, keys)) = DRIVER_KEYS.iter().find(|(s, _)| *s == section) {
+            for key in *keys {
+                pairs.push((format!("{section}.{name}.{key}"), String::new()));
+            }
+            if section == "filter" {
+                pairs.push((format!("filter.{name}.required"), "false".into()));
+            }
+        }
+    }
+    let mut env = vec![("GIT_CONFIG_COUNT".to_string(), pairs.len().to_string())];
+    for (i, (k, v)) in pairs.into_iter().enumerate() {
+        env.push((format!("GIT_CONFIG_KEY_{i}"), k));
+        env.push((format!("GIT_CONFIG_VALUE_{i}"), v));
+    }
+    if let Some(parent) = workspace.parent() {
+        env.push(("GIT_CEILING_DIRECTORIES".into(), parent.to_string_lossy().into_owned()));
+    }
+    env
+}
+
+/// The configuration files of repositories git could find from `cwd` up to the
+/// workspace root: `.git/config` (and a linked worktree's or submodule's, through a
+/// `.git` file), or a bare repository's `config`.
+fn config_files(cwd: &Path, workspace: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dir = Some(cwd);
+    while let Some(d) = dir {
+        let dotgit = d.join(".git");
+        if dotgit.is_dir() {
+            out.push(dotgit.join("config"));
+        } else if let Ok(text) = std::fs::read_to_string(&dotgit) {
+            if let Some(gitdir) = text.trim().strip_prefix("gitdir:") {
+                let gitdir = d.join(gitdir.trim());
+                out.push(gitdir.join("config"));
+                if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
+                    out.push(gitdir.join(common.trim()).join("config"));
+                }
+            }
+        }
+        if d.join("HEAD").is_file() && d.join("objects").is_dir() {
+            out.push(d.join("config"));
+        }
+        if d == workspace {
+            break;
+        }
+        dir = d.parent().filter(|p| p.starts_with(workspace));
+    }
+    out
+}
+
+/// The `(section, name)` of every `[filter "x"]`, `[diff "x"]` and `[merge "x"]`
+/// defined in `files` or the files they include.
+fn drivers(files: &[PathBuf]) -> BTreeSet<(String, String)> {
+    let mut found = BTreeSet::new();
+    let mut queue: Vec<(PathBuf, usize)> = files.iter().map(|f| (f.clone(), 0)).collect();
+    let mut seen = BTreeSet::new();
+    while let Some((file, depth)) = queue.pop() {
+        if depth > 10 || !seen.insert(file.clone()) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&file) else { continue };
+        let mut section: Option<(String, Option<String>)> = None;
+        for line in text.lines() {
+            let line = line.trim();
+            if let Some(header) = line.strip_prefix('[').and_then(|l| l.split(']').next()) {
+                section = Some(parse_header(header));
+                continue;
+            }
+            let Some((sec, sub)) = &section else { continue };
+            let key = line.split(['=', ' ', '\t']).next().unwrap_or("").to_ascii_lowercase();
+            if let Some(name) = sub {
+                if DRIVER_KEYS.iter().any(|(s, _)| s == sec) {
+                    found.insert((sec.clone(), name.clone()));
+                }
+                // includeIf "<condition>".path
+                if sec == "includeif" && key == "path" {
+                    queue.push((include_target(&file, line), depth + 1));
+                }
+            } else if sec == "include" && key == "path" {
+                queue.push((include_target(&file, line), depth + 1));
+            }
+        }
+    }
+    found
+}
+
+/// `[section "sub"]` or `[section.sub]`, the section lower-cased.
+fn parse_header(header: &str) -> (String, Option<String>) {
+    let header = header.trim();
+    if let Some((sec, rest)) = header.split_once(char::is_whitespace) {
+        let sub = rest.trim().trim_matches('"').to_string();
+        return (sec.to_ascii_lowercase(), Some(sub));
+    }
+    match header.split_once('.') {
+        Some((sec, sub)) => (sec.to_ascii_lowercase(), Some(sub.to_ascii_lowercase())),
+        None => (header.to_ascii_lowercase(), None),
+    }
+}
+
+/// The file a `path = …` line of `from` includes (relative to `from`'s directory).
+fn include_target(from: &Path, line: &str) -> PathBuf {
+    let value = line.split_once('=').map(|(_, v)| v.trim().trim_matches('"')).unwrap_or("");
+    let value = match value.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(rest),
+        None => PathBuf::from(value),
+    };
+    from.parent().unwrap_or(Path::new("/")).join(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drivers_are_found_through_includes() {
+        let dir = std::env::temp_dir().join(format!("cheng-gitcfg-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join(".git")).unwrap();
+        std::fs::write(
+            dir.join(".git/config"),
+            "[core]\n\tfsmonitor = touch x\n[filter \"lfs\"]\n\tclean = evil\n[include]\n\tpath = ../extra.cfg\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("extra.cfg"), "[diff \"pic\"]\n\ttextconv = evil2\n[merge.ours]\n\tdriver = evil3\n")
+            .unwrap();
+        let env = neutralising_env(&dir, &dir);
+        let text: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        // Fixed settings are switched off.
+        assert!(text.iter().any(|t| t.ends_with("=core.fsmonitor")), "{text:?}");
+        // Every driver the repository defines, included files too, is emptied.
+        for key in ["filter.lfs.clean", "filter.lfs.process", "diff.pic.textconv", "merge.ours.driver"] {
+            assert!(text.iter().any(|t| t.ends_with(&format!("={key}"))), "{key}: {text:?}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

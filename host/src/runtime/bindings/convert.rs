@@ -1,0 +1,104 @@
+//! Every conversion between the WIT types and the host's, in one place, each an
+//! exhaustive `match`: a kind added on either side fails to compile here instead of
+//! crossing the boundary as something else.
+
+use super::generated::cheng::tool::approval::Decision as WitDecision;
+use super::generated::cheng::tool::fs::EntryKind as WitEntryKind;
+use super::generated::cheng::tool::process::Termination as WitTermination;
+use super::types::{ErrorKind as WitKind, Failure, FsAccess as WitFsAccess};
+use crate::approvals::Decision;
+use crate::guard::EntryKind;
+use crate::process::Termination;
+use cheng_contract::{ErrorKind, FsAccess};
+
+impl From<ErrorKind> for WitKind {
+    fn from(k: ErrorKind) -> WitKind {
+        match k {
+            ErrorKind::InvalidArgument => WitKind::InvalidArgument,
+            ErrorKind::PathRefused => WitKind::PathRefused,
+            ErrorKind::NotFound => WitKind::NotFound,
+            ErrorKind::NotGranted => WitKind::NotGranted,
+            ErrorKind::ApprovalDenied => WitKind::ApprovalDenied,
+            ErrorKind::CommandNotAllowed => WitKind::CommandNotAllowed,
+            ErrorKind::ShellSyntaxDisabled => WitKind::ShellSyntaxDisabled,
+            ErrorKind::SpawnFailed => WitKind::SpawnFailed,
+            ErrorKind::Timeout => WitKind::Timeout,
+            ErrorKind::Cancelled => WitKind::Cancelled,
+            ErrorKind::OutputLimit => WitKind::OutputLimit,
+            ErrorKind::Io => WitKind::Io,
+            ErrorKind::Crashed => WitKind::Crashed,
+            ErrorKind::BinaryFile => WitKind::BinaryFile,
+            ErrorKind::TooLarge => WitKind::TooLarge,
+        }
+    }
+}
+
+impl From<WitKind> for ErrorKind {
+    fn from(k: WitKind) -> ErrorKind {
+        match k {
+            WitKind::InvalidArgument => ErrorKind::InvalidArgument,
+            WitKind::PathRefused => ErrorKind::PathRefused,
+            WitKind::NotFound => ErrorKind::NotFound,
+            WitKind::NotGranted => ErrorKind::NotGranted,
+            WitKind::ApprovalDenied => ErrorKind::ApprovalDenied,
+            WitKind::CommandNotAllowed => ErrorKind::CommandNotAllowed,
+            WitKind::ShellSyntaxDisabled => ErrorKind::ShellSyntaxDisabled,
+            WitKind::SpawnFailed => ErrorKind::SpawnFailed,
+            WitKind::Timeout => ErrorKind::Timeout,
+            WitKind::Cancelled => ErrorKind::Cancelled,
+            WitKind::OutputLimit => ErrorKind::OutputLimit,
+            WitKind::Io => ErrorKind::Io,
+            WitKind::Crashed => ErrorKind::Crashed,
+            WitKind::BinaryFile => ErrorKind::BinaryFile,
+            WitKind::TooLarge => ErrorKind::TooLarge,
+        }
+    }
+}
+
+impl From<WitFsAccess> for FsAccess {
+    fn from(a: WitFsAccess) -> FsAccess {
+        match a {
+            WitFsAccess::None => FsAccess::None,
+            WitFsAccess::Read => FsAccess::Read,
+            WitFsAccess::Write => FsAccess::Write,
+        }
+    }
+}
+
+impl From<Termination> for WitTermination {
+    fn from(t: Termination) -> WitTermination {
+        match t {
+            Termination::Exited => WitTermination::Exited,
+            Termination::TimedOut => WitTermination::TimedOut,
+            Termination::Cancelled => WitTermination::Cancelled,
+            Termination::Signalled => WitTermination::Signalled,
+            Termination::SpawnFailed => WitTermination::SpawnFailed,
+        }
+    }
+}
+
+impl From<EntryKind> for WitEntryKind {
+    fn from(k: EntryKind) -> WitEntryKind {
+        match k {
+            EntryKind::File => WitEntryKind::File,
+            EntryKind::Dir => WitEntryKind::Dir,
+            EntryKind::Symlink => WitEntryKind::Symlink,
+            EntryKind::Other => WitEntryKind::Other,
+        }
+    }
+}
+
+impl From<Decision> for WitDecision {
+    fn from(d: Decision) -> WitDecision {
+        match d {
+            Decision::Approved | Decision::AutoApproved => WitDecision::Approved,
+            Decision::TimedOut => WitDecision::TimedOut,
+            Decision::Declined | Decision::NoApprover => WitDecision::Declined,
+        }
+    }
+}
+
+/// A failure of `kind` with its default terminal flag.
+pub(crate) fn failure(kind: ErrorKind, message: impl Into<String>) -> Failure {
+    Failure { kind: kind.into(), message: message.into(), terminal: kind.default_terminal() }
+}
