@@ -5,16 +5,17 @@
 //! or `running` while it runs), a short preview, its duration, the result, any approval
 //! it waited on and every refusal the host issued during it (`denials`). Records are
 //! appended to a JSON Lines file in the state directory (`audit.jsonl`): a `running`
-//! line when the call starts and a final line, which alone carries the arguments;
-//! readers fold the two.
+//! line, carrying the arguments, before the tool runs, and a final line that carries
+//! them only when no `running` line was written; readers fold the two.
 //!
 //! The log knows whether its last write succeeded ([`AuditLog::is_healthy`]); the call
 //! pipeline refuses calls while it is not (see `[records] on_failure`).
 //!
 //! Durability without an fsync per call: a record is written to the file — handed to
-//! the operating system — before its call returns, so killing the host never loses a
-//! finished call; one background thread fsyncs in batches (group commit, a window of
-//! 100 ms by default), so a machine crash loses at most one window.
+//! the operating system — before its call goes on (the `running` line before the tool
+//! runs, the final line before the result is returned), so killing the host never loses
+//! a call; one background thread fsyncs in batches (group commit, a window of 100 ms by
+//! default), so a machine crash loses at most one window.
 //!
 //! # Example
 //!
@@ -63,8 +64,6 @@ pub const RESULT_WHOLE_BYTES: usize = 1 << 20;
 pub const ARGUMENTS_WHOLE_BYTES: usize = 64 << 10;
 /// Bytes kept from each end of a larger result.
 pub const RESULT_EDGE_BYTES: usize = 64 << 10;
-/// How often queued `running` lines are written.
-pub const LATER_TICK: Duration = Duration::from_millis(10);
 /// The default group-commit window.
 pub const DEFAULT_COMMIT_WINDOW: Duration = Duration::from_millis(100);
 
@@ -80,7 +79,7 @@ pub struct CallRecord {
     /// Tool name as called.
     pub tool: String,
     /// The arguments as sent: whole up to [`ARGUMENTS_WHOLE_BYTES`], else a
-    /// [`Truncated`] summary. Absent from `running` lines.
+    /// [`Truncated`] summary. Absent from a final line whose `running` line has them.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub arguments: serde_json::Value,
     /// Status.
@@ -198,15 +197,10 @@ struct AuditInner {
     dirty: AtomicBool,
     stop: AtomicBool,
     healthy: AtomicBool,
-    later: Mutex<Vec<CallRecord>>,
 }
 
 impl Drop for AuditInner {
     fn drop(&mut self) {
-        let queued = std::mem::take(&mut *self.later.lock().unwrap_or_else(|p| p.into_inner()));
-        for rec in &queued {
-            let _ = append_line(self, rec);
-        }
         if self.dirty.load(Ordering::Acquire) {
             if let Ok(f) = self.file.lock() {
                 let _ = f.sync_data();
@@ -229,34 +223,19 @@ impl AuditLog {
             dirty: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             healthy: AtomicBool::new(true),
-            later: Mutex::new(Vec::new()),
         });
-        // The one background writer: every few milliseconds it appends the records
-        // queued with `append_later`, and once a window it makes everything appended
-        // durable. Queueing costs a lock and a push, no system call.
+        // The one background thread: once a window it makes everything appended durable.
         let weak = Arc::downgrade(&inner);
         let window = window.max(Duration::from_millis(1));
-        let tick = window.min(LATER_TICK);
         std::thread::Builder::new()
             .name("cheng-audit-sync".into())
             .spawn(move || {
-                let mut last_sync = std::time::Instant::now();
                 loop {
-                    std::thread::sleep(tick);
+                    std::thread::sleep(window);
                     let Some(inner) = weak.upgrade() else { break };
                     if inner.stop.load(Ordering::Relaxed) {
                         break;
                     }
-                    let queued = std::mem::take(&mut *inner.later.lock().unwrap_or_else(|p| p.into_inner()));
-                    for rec in &queued {
-                        if let Err(e) = append_line(&inner, rec) {
-                            tracing::error!(target: "cheng::records", "{e}");
-                        }
-                    }
-                    if last_sync.elapsed() < window {
-                        continue;
-                    }
-                    last_sync = std::time::Instant::now();
                     if inner.dirty.swap(false, Ordering::AcqRel) {
                         // Sync a clone of the descriptor so appends are not blocked meanwhile.
                         let f = inner.file.lock().ok().and_then(|f| f.try_clone().ok());
@@ -286,12 +265,6 @@ impl AuditLog {
     /// Append a record: written to the file (handed to the OS) before this returns.
     pub fn append(&self, record: &CallRecord) -> Result<(), AuditError> {
         append_line(&self.inner, record)
-    }
-
-    /// Queue a record for the background writer: for `running` lines, which need not
-    /// be on file before the call goes on (a final line always wins over them).
-    pub fn append_later(&self, record: CallRecord) {
-        self.inner.later.lock().unwrap_or_else(|p| p.into_inner()).push(record);
     }
 
     /// Records matching `filter`, oldest first; a call's final line wins over its
@@ -333,12 +306,18 @@ pub fn read_log(path: &Path, filter: &Filter) -> Result<Vec<CallRecord>, AuditEr
     for line in BufReader::new(file).lines() {
         let Ok(line) = line else { continue };
         let Ok(rec) = serde_json::from_str::<CallRecord>(&line) else { continue };
-        match latest.get(&rec.id) {
-            None => order.push(rec.id.clone()),
-            // A `running` line queued in the background may land after its final line:
-            // the final line wins whatever the order.
-            Some(prev) if prev.status != Status::Running && rec.status == Status::Running => continue,
-            Some(_) => {}
+        if !latest.contains_key(&rec.id) {
+            order.push(rec.id.clone());
+        }
+        let mut rec = rec;
+        if let Some(prev) = latest.remove(&rec.id) {
+            // A final line wins over its running line (whichever reached the file first),
+            // and keeps the arguments only the running line carries.
+            let (fin, run) = if rec.status == Status::Running { (prev, rec) } else { (rec, prev) };
+            rec = fin;
+            if rec.arguments.is_null() {
+                rec.arguments = run.arguments;
+            }
         }
         latest.insert(rec.id.clone(), rec);
     }

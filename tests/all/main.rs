@@ -8,6 +8,9 @@ mod sandbox;
 mod cli;
 // read_file and list_dir on real files.
 mod fs_tools;
+// The host core: command rules on resolved programs, escaped cards, host-only denials,
+// per-tool memory, an audit log that fails closed.
+mod host_core;
 // The embedder API: unknown tools, bad arguments, grants, cancellation, concurrency.
 mod host_api;
 // Approvals: every answer path, before any tool that needs them.

@@ -498,8 +498,7 @@ async fn card_escapes_control_and_bidi_characters() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn landlock_refuses_writes_and_hard_links_out() {
-    if cheng_host::confinement().landlock_abi.is_none() {
-        eprintln!("SKIPPED: Landlock is not available on this kernel");
+    if !util::require("Landlock (a kernel with it enabled)", cheng_host::confinement().landlock_abi.is_some()) {
         return;
     }
     let ws = util::workspace();

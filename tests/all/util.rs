@@ -21,6 +21,17 @@ pub fn shared_state() -> PathBuf {
     target_dir().join("test-state")
 }
 
+/// Whether a tool a test needs (`what`) is here. Without it the test is skipped with a
+/// notice — except under CI (`CI` set), where a missing tool fails the test: `.ci/run`
+/// installs every one, so a skip there would hide a test that did not run.
+pub fn require(what: &str, ok: bool) -> bool {
+    if !ok {
+        assert!(std::env::var_os("CI").is_none(), "{what} is missing; .ci/run installs it");
+        eprintln!("SKIPPED: {what} is not available here (.ci/run installs it)");
+    }
+    ok
+}
+
 /// The component file of a guest program (built once by `tests/artifacts`).
 pub fn program_path(name: &str) -> PathBuf {
     let (_, path) = cheng_test_artifacts::PROGRAMS

@@ -44,10 +44,7 @@ fn tree() -> tempfile::TempDir {
 /// without it these comparisons are skipped, loudly.
 fn have_rg() -> bool {
     let ok = std::process::Command::new("rg").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("SKIPPED: ripgrep (rg) is not installed; the ripgrep equivalence checks did not run");
-    }
-    ok
+    util::require("ripgrep (rg), the reference for the equivalence checks", ok)
 }
 
 fn rg(dir: &std::path::Path, args: &[&str]) -> Vec<String> {

@@ -292,13 +292,6 @@ async fn unapproved_run_changes_nothing() {
 }
 
 /// A runner that CI installs; outside CI a missing one is skipped loudly.
-fn available(what: &str, ok: bool) -> bool {
-    if !ok {
-        assert!(std::env::var_os("CI").is_none(), "{what} is missing; .ci/run installs it");
-        eprintln!("SKIPPED: {what} is not installed (.ci/run installs it)");
-    }
-    ok
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn run_a_pytest_project() {
@@ -306,7 +299,7 @@ async fn run_a_pytest_project() {
         .args(["-m", "pytest", "--version"])
         .output()
         .is_ok_and(|o| o.status.success());
-    if !available("pytest", has) {
+    if !util::require("pytest", has) {
         return;
     }
     let h = host(true).await;
@@ -332,7 +325,7 @@ async fn run_a_pytest_project() {
 fn node_runners() -> Option<std::path::PathBuf> {
     let dir = util::target_dir().join("test-runners/node_modules");
     let ok = dir.join(".bin/vitest").exists() && dir.join(".bin/jest").exists();
-    available("vitest and jest (target/test-runners)", ok).then_some(dir)
+    util::require("vitest and jest (target/test-runners)", ok).then_some(dir)
 }
 
 #[tokio::test(flavor = "multi_thread")]

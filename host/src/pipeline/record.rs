@@ -1,8 +1,9 @@
 //! Where call records go, and what happens when they cannot: the audit log, failing
-//! closed by default. While the log cannot be written, a call is refused before it runs
-//! (its `running` line is written at once instead of queued, as a probe), and a call
-//! whose final record cannot be written returns an error saying so instead of its
-//! result; `[records] on_failure = "continue"` lets results through and logs the loss.
+//! closed by default. A call's `running` line is written before the tool runs, so a log
+//! that cannot take it (a full disk, a read-only state directory) stops the call before
+//! anything happens; a call whose final record cannot be written returns an error
+//! saying so instead of its result. `[records] on_failure = "continue"` lets calls and
+//! results through and logs each lost record.
 
 use crate::ErrorKind;
 use crate::policy::OnRecordFailure;
@@ -39,14 +40,10 @@ impl RecordSink {
         }
     }
 
-    /// The call starts: its `running` line. `Err` with the call's result when the log
-    /// cannot take it and the policy is to refuse.
+    /// The call starts: its `running` line reaches the log first. `Err` with the call's
+    /// result when the log cannot take it and the policy is to refuse.
     pub fn start(&self, scope: &CallScope) -> Result<(), ToolResult> {
         let Some(log) = &self.log else { return Ok(()) };
-        if log.is_healthy() {
-            log.append_later(scope.running_record());
-            return Ok(());
-        }
         match log.append(&scope.running_record()) {
             Ok(()) => Ok(()),
             Err(e) => self.unavailable(scope, &e.to_string()).map_or(Ok(()), Err),

@@ -3,7 +3,7 @@
 //! host issued, how many commands it has in flight, and where its record goes.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::approvals::ApprovalOutcome;
@@ -26,6 +26,8 @@ pub(crate) struct CallScope {
     approvals: Mutex<Vec<ApprovalOutcome>>,
     denials: Mutex<Vec<Denial>>,
     processes: AtomicUsize,
+    /// Whether a `running` line (with the arguments) was handed to the log.
+    running_written: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -45,6 +47,7 @@ impl CallScope {
             approvals: Mutex::default(),
             denials: Mutex::default(),
             processes: AtomicUsize::new(0),
+            running_written: AtomicBool::new(false),
         }
     }
 
@@ -98,15 +101,22 @@ impl CallScope {
         r
     }
 
-    /// The `running` line for the log (without the arguments: the final line has them).
+    /// The `running` line for the log; it carries the arguments (as stored), so a call
+    /// the host did not live to finish is still on record with what it was asked.
     pub fn running_record(&self) -> CallRecord {
-        self.record_of(Status::Running, &serde_json::json!({}), None, Duration::ZERO)
+        self.running_written.store(true, Ordering::Release);
+        let mut rec = self.record_of(Status::Running, &serde_json::json!({}), None, Duration::ZERO);
+        rec.arguments = records::stored_arguments(&self.input);
+        rec
     }
 
-    /// The final record for `result`, with the arguments as stored.
+    /// The final record for `result`; it repeats the arguments only when no `running`
+    /// line carried them (readers fold the two lines).
     pub fn final_record(&self, result: &ToolResult) -> CallRecord {
         let mut rec = self.record_of(result.status, &result.output, result.error_kind, result.duration);
-        rec.arguments = records::stored_arguments(&self.input);
+        if !self.running_written.load(Ordering::Acquire) {
+            rec.arguments = records::stored_arguments(&self.input);
+        }
         rec
     }
 

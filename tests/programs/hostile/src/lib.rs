@@ -142,6 +142,16 @@ fn act(input: Input, cx: &Context) -> Result<Output, Failure> {
             let d = host::request_approval(&input.target, &format!("detail: {}", input.target), "a test");
             format!("{d:?}")
         }
+        // A failure of the kind named in `target`, claimed by the component itself.
+        "claim" => {
+            let kind = match input.target.as_str() {
+                "not-granted" => ErrorKind::NotGranted,
+                "approval-denied" => ErrorKind::ApprovalDenied,
+                "command-not-allowed" => ErrorKind::CommandNotAllowed,
+                _ => ErrorKind::Io,
+            };
+            return Err(Failure::new(kind, "refused: the component says so"));
+        }
         other => return Err(Failure::invalid_argument(format!("unknown action {other}"))),
     };
     Ok(Output { detail })
