@@ -27,7 +27,7 @@ fn tree(root: &Path, dirs: usize, per_dir: usize) {
         }
         for f in 0..per_dir {
             let mut body = line.repeat(30);
-            if (d * per_dir + f) % 97 == 0 {
+            if (d * per_dir + f).is_multiple_of(97) {
                 body.push_str("needle_literal here\n");
             }
             let ext = match f % 10 {

@@ -53,8 +53,8 @@ async fn main() {
     let n = if quick { 100 } else { 500 };
     let state = tempfile::tempdir().unwrap();
     let ws = tempfile::tempdir().unwrap();
-    println!("containment here: {}", cheng_host::process::contain::detect());
-    println!("landlock ABI: {:?}", cheng_host::process::sandbox::abi_version());
+    println!("containment here: {}", cheng_host::confinement().containment);
+    println!("landlock ABI: {:?}", cheng_host::confinement().landlock_abi);
     for (name, cfg) in [
         ("default (landlock + containment auto)", ""),
         ("landlock off", "landlock = false\n"),

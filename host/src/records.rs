@@ -201,10 +201,10 @@ struct AuditInner {
 
 impl Drop for AuditInner {
     fn drop(&mut self) {
-        if self.dirty.load(Ordering::Acquire) {
-            if let Ok(f) = self.file.lock() {
-                let _ = f.sync_data();
-            }
+        if self.dirty.load(Ordering::Acquire)
+            && let Ok(f) = self.file.lock()
+        {
+            let _ = f.sync_data();
         }
     }
 }
@@ -239,11 +239,11 @@ impl AuditLog {
                     if inner.dirty.swap(false, Ordering::AcqRel) {
                         // Sync a clone of the descriptor so appends are not blocked meanwhile.
                         let f = inner.file.lock().ok().and_then(|f| f.try_clone().ok());
-                        if let Some(f) = f {
-                            if let Err(e) = f.sync_data() {
-                                inner.healthy.store(false, Ordering::Release);
-                                tracing::error!(target: "cheng::records", "cannot sync the audit log: {e}");
-                            }
+                        if let Some(f) = f
+                            && let Err(e) = f.sync_data()
+                        {
+                            inner.healthy.store(false, Ordering::Release);
+                            tracing::error!(target: "cheng::records", "cannot sync the audit log: {e}");
                         }
                     }
                 }

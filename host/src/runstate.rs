@@ -55,12 +55,11 @@ impl RunStateStore {
             let d = dir.join(run);
             let opened = std::fs::create_dir_all(&d)
                 .and_then(|_| std::fs::OpenOptions::new().create(true).append(true).open(d.join("calls")));
-            if let Ok(mut f) = opened {
-                if f.write_all(b".").is_ok() {
-                    if let Ok(m) = f.metadata() {
-                        return m.len();
-                    }
-                }
+            if let Ok(mut f) = opened
+                && f.write_all(b".").is_ok()
+                && let Ok(m) = f.metadata()
+            {
+                return m.len();
             }
         }
         let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());

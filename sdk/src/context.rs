@@ -83,13 +83,11 @@ impl Context {
     /// mount point (`/workspace/...`) becomes relative; anything else is passed as sent,
     /// so that the host's refusals quote what the model wrote.
     pub fn host_path<'a>(&self, path: &'a str) -> std::borrow::Cow<'a, str> {
-        if !self.guest_root.is_empty() {
-            if let Some(rest) = path.strip_prefix(self.guest_root.as_str()) {
-                if rest.is_empty() || rest.starts_with('/') {
-                    let rel = rest.trim_start_matches('/');
-                    return if rel.is_empty() { ".".into() } else { rel.to_string().into() };
-                }
-            }
+        if let Some(rest) = path.strip_prefix(self.guest_root.as_str()).filter(|_| !self.guest_root.is_empty())
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            let rel = rest.trim_start_matches('/');
+            return if rel.is_empty() { ".".into() } else { rel.to_string().into() };
         }
         path.into()
     }

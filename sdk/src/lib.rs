@@ -227,7 +227,7 @@ pub mod __private {
 
 /// The generated bindings of the `tool` world; private so that generated types never
 /// become the SDK's public API.
-#[allow(missing_docs)]
+#[allow(missing_docs, clippy::too_many_arguments)]
 mod wit {
     wit_bindgen::generate!({
         path: "../wit",

@@ -453,7 +453,7 @@ async fn xss_corpus_is_sanitized() {
         .tree
         .root()
         .descendants()
-        .filter_map(|n| n.value().as_element().map(|e| e.clone()))
+        .filter_map(|n| n.value().as_element().cloned())
         .any(|e| e.attrs().any(|(a, v)| a.starts_with("on") || (a == "href" && !safe_url(v))));
     assert!(bad);
 }
@@ -572,7 +572,9 @@ async fn artifact_summaries() {
     let ws = tempfile::tempdir().unwrap();
     let pdf = b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n2 0 obj << /Type /Pages /Kids [3 0 R 4 0 R 5 0 R] /Count 3 >> endobj\n\
 3 0 obj << /Type /Page /Parent 2 0 R >> endobj\n4 0 obj << /Type/Page /Parent 2 0 R >> endobj\n5 0 obj << /Type /Page /Parent 2 0 R >> endobj\n%%EOF\n";
-    let files: Vec<(&str, Vec<u8>, &str, Option<(u64, u64)>)> = vec![
+    /// (name, bytes, media type, dimensions).
+    type File<'a> = (&'a str, Vec<u8>, &'a str, Option<(u64, u64)>);
+    let files: Vec<File> = vec![
         ("a.png", png(640, 480), "image/png", Some((640, 480))),
         ("b.gif", gif(32, 16), "image/gif", Some((32, 16))),
         ("c.jpg", jpeg(300, 200), "image/jpeg", Some((300, 200))),

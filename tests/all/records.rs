@@ -117,7 +117,7 @@ fn cheng_records_lists_and_filters() {
     let ws = util::workspace();
     let state = tempfile::tempdir().unwrap();
     let cfg = ws.path().join("cheng.toml");
-    std::fs::write(&cfg, format!("[roles.lister]\ntools = [\"list_dir\"]\n")).unwrap();
+    std::fs::write(&cfg, "[roles.lister]\ntools = [\"list_dir\"]\n").unwrap();
     let cheng = |args: &[&str]| {
         let out = util::cheng_in(ws.path(), state.path()).arg("--config").arg(&cfg).args(args).output().unwrap();
         (out.status.code(), String::from_utf8_lossy(&out.stdout).to_string())

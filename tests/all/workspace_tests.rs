@@ -71,7 +71,9 @@ fn has_evidence(o: &Value, file: &str, line: Option<u64>) -> bool {
 #[tokio::test(flavor = "multi_thread")]
 async fn detect_each_ecosystem() {
     let h = host(false).await;
-    let cases: Vec<(&str, Vec<(&str, &str)>, &str, &str, (&str, Option<u64>))> = vec![
+    /// (case, files, first suggested command, its display, (evidence file, evidence line)).
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, &'a str, &'a str, (&'a str, Option<u64>));
+    let cases: Vec<Case> = vec![
         (
             "cargo crate",
             vec![("Cargo.toml", "[package]\nname = \"x\"\nversion = \"0.1.0\"\n"), ("Cargo.lock", "")],

@@ -16,14 +16,14 @@ use crate::{ErrorKind, ToolResult};
 /// The largest input a call accepts, as JSON text.
 pub const MAX_INPUT_BYTES: usize = 32 << 20;
 
-/// 1. The registry: does the tool exist at all?
+/// Stage 1: The registry: does the tool exist at all?
 pub(super) fn entry(inner: &Inner, scope: &CallScope) -> Result<Arc<Entry>, ToolResult> {
     inner.registry.get(&scope.tool).cloned().ok_or_else(|| {
         scope.fail(Status::Error, ErrorKind::InvalidArgument, format!("unknown tool \"{}\"", scope.tool))
     })
 }
 
-/// 2. The grant: does the caller's role hold it?
+/// Stage 2: The grant: does the caller's role hold it?
 pub(super) fn grant(inner: &Inner, scope: &CallScope) -> Result<(), ToolResult> {
     capability::tool(&inner.policy, &scope.cx.role, &scope.tool, &|t| inner.registry.get(t).is_some())
         .map_err(|d| scope.refuse(d))
@@ -37,7 +37,7 @@ fn valid_run_id(run: &str) -> bool {
         && run.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
-/// 3. The run: a usable id, and a call budget not yet spent.
+/// Stage 3: The run: a usable id, and a call budget not yet spent.
 pub(super) fn run(inner: &Inner, scope: &CallScope) -> Result<(), ToolResult> {
     let run = &scope.cx.run;
     if !valid_run_id(run) {
@@ -73,7 +73,7 @@ pub(super) enum Validation {
     Pending(tokio::task::JoinHandle<Result<(), String>>),
 }
 
-/// 4. The input: a JSON object, at most [`MAX_INPUT_BYTES`]; its text (what the
+/// Stage 4: The input: a JSON object, at most [`MAX_INPUT_BYTES`]; its text (what the
 /// component gets) and its schema check. The first validation of a tool compiles its
 /// schema (about a millisecond, most of it one-time setup), so that one runs beside
 /// the instance loading.
@@ -118,14 +118,16 @@ pub(super) async fn validated(scope: &CallScope, v: Validation) -> Result<(), To
     })
 }
 
-/// 5. The workspace: resolved once per call (it may sit behind a symlink), and inside
+/// Stage 5: The workspace: resolved once per call (it may sit behind a symlink), and inside
 /// the workspaces root when external workspaces are off.
 pub(super) fn workspace(inner: &Inner, scope: &CallScope) -> Result<Arc<Guard>, ToolResult> {
     let guard =
         Guard::new(&scope.cx.workspace).map_err(|e| scope.fail(Status::Error, ErrorKind::NotFound, e.to_string()))?;
-    if let Some(root) = &inner.workspaces_root {
-        if !inner.config.workspaces.allow_external && !guard.root().starts_with(root) {
-            return Err(scope.refuse(Denial::new(
+    if let Some(root) = &inner.workspaces_root
+        && !inner.config.workspaces.allow_external
+        && !guard.root().starts_with(root)
+    {
+        return Err(scope.refuse(Denial::new(
                 Right::Workspace,
                 guard.root().display().to_string(),
                 ErrorKind::PathRefused,
@@ -135,7 +137,6 @@ pub(super) fn workspace(inner: &Inner, scope: &CallScope) -> Result<Arc<Guard>, 
                     root.display()
                 ),
             )));
-        }
     }
     Ok(Arc::new(guard))
 }

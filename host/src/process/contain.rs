@@ -189,10 +189,10 @@ impl Tree {
         }
         let mut found = HashSet::new();
         while let Some(pid) = queue.pop() {
-            if found.insert(pid) {
-                if let Some(c) = children.get(&pid) {
-                    queue.extend(c);
-                }
+            if found.insert(pid)
+                && let Some(c) = children.get(&pid)
+            {
+                queue.extend(c);
             }
         }
         let mut live = Vec::new();
@@ -379,10 +379,10 @@ fn process_table() -> HashMap<i32, Stat> {
     let mut out = HashMap::new();
     let Ok(dir) = std::fs::read_dir("/proc") else { return out };
     for e in dir.flatten() {
-        if let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) {
-            if let Some(st) = stat(pid) {
-                out.insert(pid, st);
-            }
+        if let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok())
+            && let Some(st) = stat(pid)
+        {
+            out.insert(pid, st);
         }
     }
     out

@@ -76,13 +76,13 @@ fn config_files(cwd: &Path, workspace: &Path) -> Vec<PathBuf> {
         let dotgit = d.join(".git");
         if dotgit.is_dir() {
             out.push(dotgit.join("config"));
-        } else if let Ok(text) = std::fs::read_to_string(&dotgit) {
-            if let Some(gitdir) = text.trim().strip_prefix("gitdir:") {
-                let gitdir = d.join(gitdir.trim());
-                out.push(gitdir.join("config"));
-                if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
-                    out.push(gitdir.join(common.trim()).join("config"));
-                }
+        } else if let Ok(text) = std::fs::read_to_string(&dotgit)
+            && let Some(gitdir) = text.trim().strip_prefix("gitdir:")
+        {
+            let gitdir = d.join(gitdir.trim());
+            out.push(gitdir.join("config"));
+            if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
+                out.push(gitdir.join(common.trim()).join("config"));
             }
         }
         if d.join("HEAD").is_file() && d.join("objects").is_dir() {

@@ -60,10 +60,10 @@ impl SearchPath {
         };
         let mut dirs: Vec<PathBuf> = Vec::new();
         for d in raw.into_iter().filter(|d| d.is_absolute()) {
-            if let Ok(real) = std::fs::canonicalize(&d) {
-                if !dirs.contains(&real) {
-                    dirs.push(real);
-                }
+            if let Ok(real) = std::fs::canonicalize(&d)
+                && !dirs.contains(&real)
+            {
+                dirs.push(real);
             }
         }
         SearchPath { dirs }

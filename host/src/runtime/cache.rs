@@ -71,10 +71,10 @@ impl ComponentCache {
         on_compile: &dyn Fn(&str),
     ) -> Result<(Component, Loaded), HostError> {
         let path = self.dir.as_ref().map(|d| d.join(format!("{}.cwasm", Self::key(engine, wasm_sha))));
-        if let Some(path) = &path {
-            if let Some(component) = read_cached(engine, path) {
-                return Ok((component, Loaded::Cached));
-            }
+        if let Some(path) = &path
+            && let Some(component) = read_cached(engine, path)
+        {
+            return Ok((component, Loaded::Cached));
         }
         on_compile(name);
         let serialized = engine
@@ -83,10 +83,10 @@ impl ComponentCache {
         // SAFETY: the bytes were produced by this engine a moment ago.
         let component = unsafe { Component::deserialize(engine, &serialized) }
             .map_err(|e| HostError::Component { name: name.to_string(), reason: root_cause(&e) })?;
-        if let Some(path) = &path {
-            if let Err(e) = write_cached(path, &serialized) {
-                tracing::warn!(target: "cheng::cache", path = %path.display(), "cannot write the component cache: {e}");
-            }
+        if let Some(path) = &path
+            && let Err(e) = write_cached(path, &serialized)
+        {
+            tracing::warn!(target: "cheng::cache", path = %path.display(), "cannot write the component cache: {e}");
         }
         Ok((component, Loaded::Compiled))
     }

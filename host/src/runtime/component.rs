@@ -127,10 +127,10 @@ impl LoadedComponent {
             tools
                 .push(ToolSpec::from_wit(s).map_err(|reason| HostError::Component { name: name.to_string(), reason })?);
         }
-        if let Some(f) = &describe_file {
-            if let Ok(json) = serde_json::to_vec(&tools) {
-                let _ = crate::atomic::write_atomic(f, &json);
-            }
+        if let Some(f) = &describe_file
+            && let Ok(json) = serde_json::to_vec(&tools)
+        {
+            let _ = crate::atomic::write_atomic(f, &json);
         }
         Ok(LoadedComponent { tools, ..me })
     }

@@ -162,20 +162,16 @@ fn walk_dir(
         if opts.respect_ignores && ignored(levels, &child_path, is_dir) {
             continue;
         }
-        match e.kind {
-            host::EntryKind::File => {
-                if !visit(Found { rel: child_rel, under_base: child_under, size: e.size }) {
-                    go_on = false;
-                    break;
-                }
-            }
+        let keep_going = match e.kind {
+            host::EntryKind::File => visit(Found { rel: child_rel, under_base: child_under, size: e.size }),
             host::EntryKind::Dir if depth < opts.max_depth => {
-                if !walk_dir(&child_path, &child_rel, &child_under, depth + 1, opts, in_repo, levels, skipped, visit)? {
-                    go_on = false;
-                    break;
-                }
+                walk_dir(&child_path, &child_rel, &child_under, depth + 1, opts, in_repo, levels, skipped, visit)?
             }
-            _ => {}
+            _ => true,
+        };
+        if !keep_going {
+            go_on = false;
+            break;
         }
     }
     if pushed {

@@ -44,12 +44,12 @@ impl Tool for ReadFile {
         if start == 0 {
             return Err(Failure::invalid_argument("start_line is 1-based; use 1 for the first line"));
         }
-        if let Some(end) = input.end_line {
-            if end < start {
-                return Err(Failure::invalid_argument(format!(
-                    "end_line ({end}) is before start_line ({start}); give a range with end_line >= start_line"
-                )));
-            }
+        if let Some(end) = input.end_line
+            && end < start
+        {
+            return Err(Failure::invalid_argument(format!(
+                "end_line ({end}) is before start_line ({start}); give a range with end_line >= start_line"
+            )));
         }
         let (rel, data) = read_text(cx, &input.path)?;
         select(&data, start, input.end_line, max_bytes, &rel, data.len() as u64)

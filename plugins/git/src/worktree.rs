@@ -203,6 +203,80 @@ fn conflict_code(stages: u8) -> &'static str {
     }
 }
 
+/// What the index records of a path.
+pub struct Recorded<'a> {
+    /// Its mode (file, executable, symlink, submodule).
+    pub mode: Mode,
+    /// Its stat when it was last staged or refreshed.
+    pub stat: &'a Stat,
+    /// Whether its blob is the empty one (a recorded size of 0 is then no smudge).
+    pub empty_blob: bool,
+}
+
+/// The repository's rules for comparing stats.
+pub struct Rules {
+    /// `core.symlinks`: links are links (else a file where a link was is unchanged).
+    pub symlinks: bool,
+    /// `core.fileMode`: the executable bit counts.
+    pub executable_bit: bool,
+    /// `core.checkStat`, `core.trustCTime` and the rest of the stat options.
+    pub stat: gix::index::entry::stat::Options,
+    /// When the index was written (an entry changed within the same second is racy).
+    pub timestamp: filetime::FileTime,
+}
+
+/// What the stats alone say of one unconflicted path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Unchanged.
+    Same,
+    /// Changed, and how.
+    Changed(Change),
+    /// Undecided: read the file, clean it and hash it.
+    Read,
+}
+
+/// Judge one tracked path by git's rules from its working-tree entry `w` (its `lstat`):
+/// type and executable bit first, then the stat against the recorded one — a different
+/// size (recorded size not 0) is a modification, a matching stat is unchanged unless
+/// racily clean or smudged, anything else is read. A submodule is judged by whether its
+/// checkout moved (`submodule_moved`), never by its files.
+pub fn judge(e: &Recorded<'_>, w: Option<&Entry>, rules: &Rules, submodule_moved: impl FnOnce() -> bool) -> Verdict {
+    let Some(w) = w else { return Verdict::Changed(Change::Deleted) };
+    let type_change = match e.mode {
+        Mode::COMMIT => match w.kind {
+            EntryKind::Dir => {
+                return if submodule_moved() { Verdict::Changed(Change::Modified) } else { Verdict::Same };
+            }
+            _ => true,
+        },
+        Mode::SYMLINK => w.kind != EntryKind::Symlink && (rules.symlinks || w.kind != EntryKind::File),
+        _ => match w.kind {
+            EntryKind::File => false,
+            // A directory where a file was: gone, as git reports it.
+            EntryKind::Dir => return Verdict::Changed(Change::Deleted),
+            _ => true,
+        },
+    };
+    if type_change {
+        return Verdict::Changed(Change::TypeChanged);
+    }
+    if rules.executable_bit && w.kind == EntryKind::File && e.mode != Mode::SYMLINK {
+        let exec_index = e.mode == Mode::FILE_EXECUTABLE;
+        if exec_index != (w.mode & 0o100 != 0) {
+            return Verdict::Changed(Change::Modified);
+        }
+    }
+    if e.stat.matches(&w.stat, rules.stat) {
+        let smudged = e.stat.size == 0 && !e.empty_blob;
+        if smudged || e.stat.is_racy(rules.timestamp, rules.stat) { Verdict::Read } else { Verdict::Same }
+    } else if e.stat.size != w.stat.size && e.stat.size != 0 {
+        Verdict::Changed(Change::Modified)
+    } else {
+        Verdict::Read
+    }
+}
+
 /// What a scan found: changed tracked paths in index order, the listings, and notes
 /// for stderr.
 pub struct Scan {
@@ -223,9 +297,13 @@ pub fn scan(
     submodule_head: impl Fn(&BStr) -> Option<gix::ObjectId>,
 ) -> Result<Scan, Failure> {
     let mut listing = list(index, root_rel);
-    let opts = repo.stat_options().map_err(crate::io)?;
     let caps = repo.filesystem_options().map_err(crate::io)?;
-    let timestamp = index.timestamp();
+    let rules = Rules {
+        symlinks: caps.symlink,
+        executable_bit: caps.executable_bit,
+        stat: repo.stat_options().map_err(crate::io)?,
+        timestamp: index.timestamp(),
+    };
     let mut changes: Vec<(BString, Change)> = Vec::new();
     let mut warnings = Vec::new();
     // Entries to read and hash, by their position in `index`.
@@ -265,54 +343,12 @@ pub fn scan(
             changes.push((path.to_owned(), if found.is_some() { Change::IntentToAdd } else { Change::Deleted }));
             continue;
         }
-        let Some(w) = found else {
-            changes.push((path.to_owned(), Change::Deleted));
-            continue;
-        };
-        // Type and mode first, as git does.
-        let type_change = match e.mode {
-            Mode::COMMIT => match w.kind {
-                // A submodule: its checkout's HEAD against the commit the index records
-                // (its files are not looked at; one not checked out is unchanged).
-                EntryKind::Dir => {
-                    if submodule_head(path).is_some_and(|head| head != e.id) {
-                        changes.push((path.to_owned(), Change::Modified));
-                    }
-                    continue;
-                }
-                _ => true,
-            },
-            Mode::SYMLINK => w.kind != EntryKind::Symlink && (caps.symlink || w.kind != EntryKind::File),
-            _ => match w.kind {
-                EntryKind::File => false,
-                // A directory where a file was: gone, as git reports it.
-                EntryKind::Dir => {
-                    changes.push((path.to_owned(), Change::Deleted));
-                    continue;
-                }
-                _ => true,
-            },
-        };
-        if type_change {
-            changes.push((path.to_owned(), Change::TypeChanged));
-            continue;
-        }
-        if caps.executable_bit && w.kind == EntryKind::File && e.mode != Mode::SYMLINK {
-            let exec_index = e.mode == Mode::FILE_EXECUTABLE;
-            if exec_index != (w.mode & 0o100 != 0) {
-                changes.push((path.to_owned(), Change::Modified));
-                continue;
-            }
-        }
-        if e.stat.matches(&w.stat, opts) {
-            let smudged = e.stat.size == 0 && !e.id.is_empty_blob();
-            if smudged || e.stat.is_racy(timestamp, opts) {
-                undecided.push(i - 1);
-            }
-        } else if e.stat.size != w.stat.size && e.stat.size != 0 {
-            changes.push((path.to_owned(), Change::Modified));
-        } else {
-            undecided.push(i - 1);
+        let submodule_moved = || submodule_head(path).is_some_and(|head| head != e.id);
+        let recorded = Recorded { mode: e.mode, stat: &e.stat, empty_blob: e.id.is_empty_blob() };
+        match judge(&recorded, found, &rules, submodule_moved) {
+            Verdict::Same => {}
+            Verdict::Changed(c) => changes.push((path.to_owned(), c)),
+            Verdict::Read => undecided.push(i - 1),
         }
     }
     if !undecided.is_empty() {
@@ -420,5 +456,119 @@ pub fn git_mode(e: &Entry, index_mode: u32, executable_bit: bool) -> u32 {
         _ if !executable_bit && index_mode == 0o100755 => 0o100755,
         _ if executable_bit && e.mode & 0o100 != 0 => 0o100755,
         _ => 0o100644,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat(size: u32, mtime: u32) -> Stat {
+        Stat {
+            mtime: Time { secs: mtime, nsecs: 0 },
+            ctime: Time { secs: mtime, nsecs: 0 },
+            dev: 1,
+            ino: 7,
+            uid: 0,
+            gid: 0,
+            size,
+        }
+    }
+
+    fn entry(kind: EntryKind, mode: u32, st: Stat) -> Entry {
+        Entry { name: b"f".to_vec(), valid_utf8: true, kind, mode, size: st.size as u64, stat: st, tracked: true }
+    }
+
+    /// The repository's defaults, with the index written long after the entries' times.
+    fn rules() -> Rules {
+        Rules {
+            symlinks: true,
+            executable_bit: true,
+            stat: Default::default(),
+            timestamp: filetime::FileTime::from_unix_time(2_000_000_000, 0),
+        }
+    }
+
+    fn judge_file(recorded: Stat, mode: Mode, w: &Entry) -> Verdict {
+        judge(&Recorded { mode, stat: &recorded, empty_blob: false }, Some(w), &rules(), || false)
+    }
+
+    #[test]
+    fn stats_decide_what_they_can() {
+        let st = stat(10, 1_000);
+        // The same stat: unchanged, nothing read.
+        assert_eq!(judge_file(st, Mode::FILE, &entry(EntryKind::File, 0o100644, st)), Verdict::Same);
+        // Another size: modified, nothing read.
+        assert_eq!(
+            judge_file(st, Mode::FILE, &entry(EntryKind::File, 0o100644, stat(11, 1_000))),
+            Verdict::Changed(Change::Modified)
+        );
+        // The same size, another time: only the content can tell.
+        assert_eq!(judge_file(st, Mode::FILE, &entry(EntryKind::File, 0o100644, stat(10, 1_001))), Verdict::Read);
+        // Gone.
+        let r = Recorded { mode: Mode::FILE, stat: &st, empty_blob: false };
+        assert_eq!(judge(&r, None, &rules(), || false), Verdict::Changed(Change::Deleted));
+    }
+
+    #[test]
+    fn types_and_modes_come_first() {
+        let st = stat(10, 1_000);
+        // The executable bit set in the working tree: modified, whatever the stat says.
+        assert_eq!(
+            judge_file(st, Mode::FILE, &entry(EntryKind::File, 0o100755, st)),
+            Verdict::Changed(Change::Modified)
+        );
+        // ...unless core.fileMode is off.
+        let off = Rules { executable_bit: false, ..rules() };
+        let r = Recorded { mode: Mode::FILE, stat: &st, empty_blob: false };
+        assert_eq!(judge(&r, Some(&entry(EntryKind::File, 0o100755, st)), &off, || false), Verdict::Same);
+        // A file turned symlink, and a symlink turned file: type changes.
+        assert_eq!(
+            judge_file(st, Mode::FILE, &entry(EntryKind::Symlink, 0o120777, st)),
+            Verdict::Changed(Change::TypeChanged)
+        );
+        assert_eq!(
+            judge_file(st, Mode::SYMLINK, &entry(EntryKind::File, 0o100644, st)),
+            Verdict::Changed(Change::TypeChanged)
+        );
+        // Without core.symlinks a link checked out as a file is no type change.
+        let nolinks = Rules { symlinks: false, ..rules() };
+        let r = Recorded { mode: Mode::SYMLINK, stat: &st, empty_blob: false };
+        assert_eq!(judge(&r, Some(&entry(EntryKind::File, 0o100644, st)), &nolinks, || false), Verdict::Same);
+        // A directory where a file was: the file is gone.
+        assert_eq!(judge_file(st, Mode::FILE, &entry(EntryKind::Dir, 0o040755, st)), Verdict::Changed(Change::Deleted));
+    }
+
+    #[test]
+    fn racy_and_smudged_entries_are_read() {
+        // Changed in the second the index was written: racily clean, so read.
+        let st = stat(10, 1_000);
+        let racy = Rules { timestamp: filetime::FileTime::from_unix_time(1_000, 0), ..rules() };
+        let r = Recorded { mode: Mode::FILE, stat: &st, empty_blob: false };
+        assert_eq!(judge(&r, Some(&entry(EntryKind::File, 0o100644, st)), &racy, || false), Verdict::Read);
+        // A recorded size of 0 for a blob that is not empty (smudged by git): read.
+        let zero = stat(0, 1_000);
+        assert_eq!(judge_file(zero, Mode::FILE, &entry(EntryKind::File, 0o100644, zero)), Verdict::Read);
+        // A truly empty file with the same stat: unchanged.
+        let r = Recorded { mode: Mode::FILE, stat: &zero, empty_blob: true };
+        assert_eq!(judge(&r, Some(&entry(EntryKind::File, 0o100644, zero)), &rules(), || false), Verdict::Same);
+    }
+
+    #[test]
+    fn a_submodule_is_its_checkouts_head() {
+        let st = stat(0, 1_000);
+        let r = Recorded { mode: Mode::COMMIT, stat: &st, empty_blob: false };
+        let dir = entry(EntryKind::Dir, 0o040755, st);
+        // Moved on: modified; where the index says: unchanged; its files are not read.
+        assert_eq!(judge(&r, Some(&dir), &rules(), || true), Verdict::Changed(Change::Modified));
+        assert_eq!(judge(&r, Some(&dir), &rules(), || false), Verdict::Same);
+    }
+
+    #[test]
+    fn escaped_names_and_paths_split_back() {
+        // The host's `\xNN` escapes are undone; other backslashes stay.
+        assert_eq!(unescape("a\\xFFb\\x4"), b"a\xffb\\x4".to_vec());
+        assert_eq!(split(b"a/b/c.txt"), (&b"a/b"[..], &b"c.txt"[..]));
+        assert_eq!(split(b"top"), (&b""[..], &b"top"[..]));
     }
 }

@@ -414,7 +414,7 @@ impl<'a> Doc<'a> {
                         format!("{} trailing whitespace characters", trailing.chars().count()),
                     ));
                 }
-            } else if !trailing.is_empty() && line.len() > 0 && trimmed.is_empty() && n < lines.len() {
+            } else if !trailing.is_empty() && !line.is_empty() && trimmed.is_empty() && n < lines.len() {
                 out.push((n, "trailing-whitespace", 1, "a blank line holding whitespace".to_string()));
             }
             let hashes = line.chars().take_while(|c| *c == '#').count();
@@ -704,12 +704,13 @@ fn percent_decode(s: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push(h * 16 + l);
-                i += 3;
-                continue;
-            }
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
+        {
+            out.push(h * 16 + l);
+            i += 3;
+            continue;
         }
         out.push(bytes[i]);
         i += 1;
@@ -815,16 +816,16 @@ fn check_links(doc: &Doc<'_>, rel: &str) -> (Vec<Diagnostic>, Vec<Link>) {
                         Doc::new(&t).anchors()
                     })
                 });
-                if let Some(list) = anchors {
-                    if !anchor_matches(list, a) {
-                        ok = false;
-                        diags.push(Diagnostic {
-                            code: "broken-anchor".into(),
-                            line: *line,
-                            column: 1,
-                            message: format!("{target} has no heading with the anchor #{a}"),
-                        });
-                    }
+                if let Some(list) = anchors
+                    && !anchor_matches(list, a)
+                {
+                    ok = false;
+                    diags.push(Diagnostic {
+                        code: "broken-anchor".into(),
+                        line: *line,
+                        column: 1,
+                        message: format!("{target} has no heading with the anchor #{a}"),
+                    });
                 }
             }
         }

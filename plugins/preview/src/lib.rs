@@ -337,10 +337,10 @@ pub fn summarize_html(src: &str) -> HtmlSummary {
                 s.headings.push((l, t));
             }
         }
-        if name == "a" {
-            if let Some(href) = el.value().attr("href") {
-                s.links.push((text_of(el), href.to_string()));
-            }
+        if name == "a"
+            && let Some(href) = el.value().attr("href")
+        {
+            s.links.push((text_of(el), href.to_string()));
         }
     }
     // Body text, with line breaks at block boundaries.
@@ -441,8 +441,7 @@ fn svg_size(text: &str) -> Option<(f64, f64)> {
         return Some((w, h));
     }
     let vb = attr("viewBox")?;
-    let parts: Vec<f64> =
-        vb.split(|c: char| c == ' ' || c == ',').filter(|p| !p.is_empty()).filter_map(|p| p.parse().ok()).collect();
+    let parts: Vec<f64> = vb.split([' ', ',']).filter(|p| !p.is_empty()).filter_map(|p| p.parse().ok()).collect();
     (parts.len() == 4).then(|| (parts[2], parts[3]))
 }
 
@@ -468,17 +467,18 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 fn describe(meta: &mut serde_json::Value, head: &[u8], kind: &str) {
-    if kind.starts_with("image/") && kind != "image/svg+xml" {
-        if let Ok(sz) = imagesize::blob_size(head) {
-            meta["width"] = sz.width.into();
-            meta["height"] = sz.height.into();
-        }
+    if kind.starts_with("image/")
+        && kind != "image/svg+xml"
+        && let Ok(sz) = imagesize::blob_size(head)
+    {
+        meta["width"] = sz.width.into();
+        meta["height"] = sz.height.into();
     }
-    if kind == "image/svg+xml" {
-        if let Some((w, h)) = svg_size(&String::from_utf8_lossy(head)) {
-            meta["width"] = w.into();
-            meta["height"] = h.into();
-        }
+    if kind == "image/svg+xml"
+        && let Some((w, h)) = svg_size(&String::from_utf8_lossy(head))
+    {
+        meta["width"] = w.into();
+        meta["height"] = h.into();
     }
 }
 

@@ -333,24 +333,23 @@ fn nextest(lines: &[&str]) -> Report {
     let mut rep = Report::default();
     for l in lines {
         let t = l.trim_start();
-        if t.starts_with("Summary [") {
-            if let Some(rest) = t.split_once(']').map(|x| x.1) {
-                let c = counts(rest);
-                rep.passed = count_of(&c, "passed");
-                rep.failed = Some(count_of(&c, "failed").unwrap_or(0) + count_of(&c, "timed").unwrap_or(0));
-            }
+        if t.starts_with("Summary [")
+            && let Some(rest) = t.split_once(']').map(|x| x.1)
+        {
+            let c = counts(rest);
+            rep.passed = count_of(&c, "passed");
+            rep.failed = Some(count_of(&c, "failed").unwrap_or(0) + count_of(&c, "timed").unwrap_or(0));
         }
     }
     // FAIL [ 0.005s] (2/3) crate tests::name
     let mut names = Vec::new();
     for l in lines {
         let t = l.trim_start();
-        if let Some(rest) = t.strip_prefix("FAIL [").or_else(|| t.strip_prefix("TIMEOUT [")) {
-            if let Some(name) = rest.split_whitespace().last() {
-                if !names.iter().any(|n: &String| n == name) {
-                    names.push(name.to_string());
-                }
-            }
+        if let Some(rest) = t.strip_prefix("FAIL [").or_else(|| t.strip_prefix("TIMEOUT ["))
+            && let Some(name) = rest.split_whitespace().last()
+            && !names.iter().any(|n: &String| n == name)
+        {
+            names.push(name.to_string());
         }
     }
     rust_panics(lines, &mut rep);
@@ -386,15 +385,15 @@ fn pytest(lines: &[&str]) -> Report {
             current = Some(t.trim_matches('_').trim().to_string());
             continue;
         }
-        if let Some(name) = &current {
-            if let Some((loc, _)) = t.split_once(": ") {
-                if let Some((file, line)) = file_line(loc) {
-                    if file.ends_with(".py") && !file.starts_with('/') && !file.starts_with('<') {
-                        locs.push((name.clone(), file, line));
-                        current = None;
-                    }
-                }
-            }
+        if let Some(name) = &current
+            && let Some((loc, _)) = t.split_once(": ")
+            && let Some((file, line)) = file_line(loc)
+            && file.ends_with(".py")
+            && !file.starts_with('/')
+            && !file.starts_with('<')
+        {
+            locs.push((name.clone(), file, line));
+            current = None;
         }
     }
     for l in lines {
@@ -415,8 +414,7 @@ fn pytest(lines: &[&str]) -> Report {
                 .iter()
                 .filter_map(|l| l.trim_start().strip_prefix("E "))
                 .map(str::trim)
-                .filter(|m| m.contains("Error"))
-                .last()
+                .rfind(|m| m.contains("Error"))
                 .unwrap_or("error while collecting")
                 .to_string()
         } else {
@@ -518,13 +516,12 @@ fn go(lines: &[&str]) -> Report {
             .chain(lines[i + 1..].iter().take_while(|l| l.starts_with("    ")));
         let mut loc = None;
         for l in around {
-            if let Some((pos, msg)) = l.trim().split_once(": ") {
-                if let Some((file, line)) = file_line(pos) {
-                    if file.ends_with(".go") {
-                        loc = Some((file, line, msg.to_string()));
-                        break;
-                    }
-                }
+            if let Some((pos, msg)) = l.trim().split_once(": ")
+                && let Some((file, line)) = file_line(pos)
+                && file.ends_with(".go")
+            {
+                loc = Some((file, line, msg.to_string()));
+                break;
             }
         }
         rep.failures.push(Failure {

@@ -583,11 +583,11 @@ fn detect(input: &TestsInput, cx: &Context) -> Result<TestsOutput, Failure> {
         py_ev.push(dir.ev("pytest.ini", "pytest configuration", None));
         pytest_conf = Some("high");
     }
-    if let Some(text) = dir.read("setup.cfg") {
-        if text.contains("[tool:pytest]") {
-            py_ev.push(dir.ev("setup.cfg", "[tool:pytest]: pytest configuration", Some("[tool:pytest]")));
-            pytest_conf = Some("high");
-        }
+    if let Some(text) = dir.read("setup.cfg")
+        && text.contains("[tool:pytest]")
+    {
+        py_ev.push(dir.ev("setup.cfg", "[tool:pytest]: pytest configuration", Some("[tool:pytest]")));
+        pytest_conf = Some("high");
     }
     let mut tox = None;
     if let Some(text) = dir.read("tox.ini") {
@@ -606,11 +606,10 @@ fn detect(input: &TestsInput, cx: &Context) -> Result<TestsOutput, Failure> {
     // Test files: test_*.py here or in tests/.
     let mut test_files: Vec<String> =
         dir.names.iter().filter(|n| n.starts_with("test") && n.ends_with(".py")).map(|n| dir.path(n)).collect();
-    if dir.has("tests") {
-        if let Ok(t) = Dir::open(&dir.path("tests")) {
-            test_files
-                .extend(t.names.iter().filter(|n| n.starts_with("test") && n.ends_with(".py")).map(|n| t.path(n)));
-        }
+    if dir.has("tests")
+        && let Ok(t) = Dir::open(&dir.path("tests"))
+    {
+        test_files.extend(t.names.iter().filter(|n| n.starts_with("test") && n.ends_with(".py")).map(|n| t.path(n)));
     }
     let is_python = !py_ev.is_empty() || !test_files.is_empty() || dir.has("setup.py") || dir.has("requirements.txt");
     if is_python {
@@ -620,11 +619,10 @@ fn detect(input: &TestsInput, cx: &Context) -> Result<TestsOutput, Failure> {
         for f in test_files.iter().take(20) {
             if let Ok(b) = host::read_file(f, MAX_MANIFEST) {
                 let t = String::from_utf8_lossy(&b);
-                if uses_unittest.is_none() {
-                    if let Some(l) = line_of(&t, "import unittest") {
-                        uses_unittest =
-                            Some(Evidence { file: f.clone(), line: Some(l), text: "imports unittest".into() });
-                    }
+                if uses_unittest.is_none()
+                    && let Some(l) = line_of(&t, "import unittest")
+                {
+                    uses_unittest = Some(Evidence { file: f.clone(), line: Some(l), text: "imports unittest".into() });
                 }
                 uses_pytest |= t.contains("import pytest") || t.contains("def test_");
             }
@@ -673,19 +671,19 @@ fn detect(input: &TestsInput, cx: &Context) -> Result<TestsOutput, Failure> {
         let mut ev = vec![dir.ev("pom.xml", "Maven project", None)];
         ev.extend(ev2);
         d.suggested_commands.push(suggestion("maven", cmd, &["test"], &rel, "high", ev));
-        if let Some(t) = dir.read("pom.xml") {
-            if let Some(l) = line_of(&t, "<modules>") {
-                let members = t
-                    .lines()
-                    .filter_map(|l| l.trim().strip_prefix("<module>"))
-                    .map(|m| m.trim_end_matches("</module>").to_string())
-                    .collect();
-                d.monorepo.get_or_insert(Monorepo {
-                    kind: "maven".into(),
-                    members,
-                    evidence: Evidence { file: dir.path("pom.xml"), line: Some(l), text: "<modules>".into() },
-                });
-            }
+        if let Some(t) = dir.read("pom.xml")
+            && let Some(l) = line_of(&t, "<modules>")
+        {
+            let members = t
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix("<module>"))
+                .map(|m| m.trim_end_matches("</module>").to_string())
+                .collect();
+            d.monorepo.get_or_insert(Monorepo {
+                kind: "maven".into(),
+                members,
+                evidence: Evidence { file: dir.path("pom.xml"), line: Some(l), text: "<modules>".into() },
+            });
         }
     }
     let gradle_file =

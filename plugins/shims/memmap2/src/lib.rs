@@ -37,6 +37,26 @@ impl Mmap {
     }
 }
 
+/// Access-pattern advice; the copy in memory has no pages to advise about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Advice {
+    /// Pages will be read in order.
+    Sequential,
+    /// Pages will be read in no particular order.
+    Random,
+    /// No particular expectation.
+    Normal,
+    /// Pages will be needed soon.
+    WillNeed,
+}
+
+impl Mmap {
+    /// Accept access-pattern advice (a no-op: the contents are already in memory).
+    pub fn advise(&self, _advice: Advice) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 impl Deref for Mmap {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
