@@ -205,6 +205,13 @@ pub fn remove_file(path: &str) -> Result<(), Failure> {
     crate::wit::cheng::tool::fs::remove_file(path).map_err(Failure::from_wit)
 }
 
+/// Ask the host whether this call may write every one of `paths` (within its grant, and
+/// none of them protected), before writing any: for all-or-nothing changes to several
+/// files. The first refusal comes back as the failure the write would have given.
+pub fn may_write(paths: &[String]) -> Result<(), Failure> {
+    crate::wit::cheng::tool::fs::may_write(paths).map_err(Failure::from_wit)
+}
+
 /// What a directory entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryKind {

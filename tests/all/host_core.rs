@@ -304,3 +304,28 @@ async fn a_read_only_state_dir_stops_the_host_at_start() {
     fs.remount(false);
     assert!(b.build().await.is_ok());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_full_cache_disk_leaves_no_temporary_files() {
+    let Some(fs) = SmallFs::mount(512) else { return };
+    fs.fill();
+    // Every component compiles (the cache cannot take them) and the host works.
+    let mut b = HostBuilder::new();
+    b.cache_dir(fs.path().join("cache")).without_audit_log();
+    b.engine_options(cheng_host::runtime::engine::EngineOptions { pooling: false, ..Default::default() });
+    let h = b.build().await.unwrap();
+    let ws = util::workspace();
+    assert_eq!(h.call(&Context::new(ws.path()), "read_file", json!({"path": "inside.txt"})).await.status, Status::Ok);
+    // No half-written cache file is left behind.
+    let left: Vec<String> = std::fs::read_dir(fs.path().join("cache"))
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    assert!(left.iter().all(|n| !n.ends_with(".tmp")), "{left:?}");
+    // The control: with room, the cache is written.
+    fs.empty();
+    let mut b = HostBuilder::new();
+    b.cache_dir(fs.path().join("cache2")).without_audit_log();
+    b.engine_options(cheng_host::runtime::engine::EngineOptions { pooling: false, ..Default::default() });
+    drop(b.build().await.unwrap());
+    assert!(std::fs::read_dir(fs.path().join("cache2")).unwrap().count() > 0);
+}

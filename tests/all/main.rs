@@ -11,6 +11,12 @@ mod fs_tools;
 // The host core: command rules on resolved programs, escaped cards, host-only denials,
 // per-tool memory, an audit log that fails closed.
 mod host_core;
+// Commands run unasked, and commands that attack the host: confinement tiers, git's
+// configured programs, PATH and config planting, signals, leftovers.
+mod unasked;
+// Calls that must end and say what happened: FIFOs, devices, huge patterns and
+// arguments, exit codes, log escapes, the sanitizer, pathspecs, renames, .git spellings.
+mod bounds;
 // The embedder API: unknown tools, bad arguments, grants, cancellation, concurrency.
 mod host_api;
 // Approvals: every answer path, before any tool that needs them.

@@ -34,8 +34,18 @@ pub const DEFAULT_WRITABLE: &[&str] = &[
 
 /// Toolchains installed under the home directory that a command run without asking may
 /// read (when they exist), besides the system directories and the caches.
-pub const DEFAULT_READABLE: &[&str] =
-    &["~/.rustup", "~/.cargo/bin", "~/.nvm", "~/.pyenv", "~/.local/bin", "~/.local/lib", "~/go/bin", "~/.sdkman"];
+pub const DEFAULT_READABLE: &[&str] = &[
+    "~/.rustup",
+    "~/.cargo/bin",
+    "~/.nvm",
+    "~/.pyenv",
+    "~/.local/bin",
+    "~/.local/lib",
+    "~/go/bin",
+    "~/.sdkman",
+    "~/.gitconfig",
+    "~/.config/git",
+];
 
 /// Whether an environment variable name is never passed to a child, whatever the
 /// configuration says: loader and interpreter hooks, git's own variables, programs a

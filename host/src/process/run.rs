@@ -64,7 +64,9 @@ impl Spawner {
             let plan = match tier {
                 Tier::Approved => sandbox::Plan { writable, readable: None, network: true },
                 Tier::Unasked { network } => {
-                    let readable = writable.iter().chain(&self.readable).cloned().collect();
+                    // The program itself runs from where it was found (a rule named it).
+                    let home = p.program.parent().map(std::path::Path::to_path_buf);
+                    let readable = writable.iter().chain(&self.readable).chain(home.as_ref()).cloned().collect();
                     sandbox::Plan { writable, readable: Some(readable), network }
                 }
             };

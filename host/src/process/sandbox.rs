@@ -121,9 +121,11 @@ pub fn ruleset(plan: &Plan) -> Result<RulesetCreated, String> {
     match &plan.readable {
         None => rs = rs.add_rule(PathBeneath::new(PathFd::new("/").map_err(|x| x.to_string())?, read)).map_err(e)?,
         Some(dirs) => {
-            for dir in SYSTEM_READABLE.iter().map(Path::new).chain(dirs.iter().map(PathBuf::as_path)) {
-                if let Ok(fd) = PathFd::new(dir) {
-                    rs = rs.add_rule(PathBeneath::new(fd, read)).map_err(e)?;
+            for path in SYSTEM_READABLE.iter().map(Path::new).chain(dirs.iter().map(PathBuf::as_path)) {
+                // A file (such as `~/.gitconfig`) takes only the rights a file has.
+                let rights = if path.is_dir() { read } else { read & AccessFs::from_file(ABI_WANTED) };
+                if let Ok(fd) = PathFd::new(path) {
+                    rs = rs.add_rule(PathBeneath::new(fd, rights)).map_err(e)?;
                 }
             }
         }

@@ -34,6 +34,9 @@ pub struct FileOut {
     action: Action,
     /// Hunks applied.
     hunks: u64,
+    /// For a renamed file: its old name (now gone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    renamed_from: Option<String>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -52,6 +55,28 @@ struct Section {
     new: Option<String>,
     text: String,
     hunks: u64,
+    /// A git rename with no change to the content (`rename from` / `rename to`, no hunks).
+    rename_only: bool,
+}
+
+/// The paths of a git extended header's `rename from` / `rename to` lines, from line `i`
+/// (just after `diff --git`) to the first line that is not part of the header; and
+/// where the header ends.
+fn rename_header(lines: &[&str], mut i: usize) -> (Option<String>, Option<String>, usize) {
+    let (mut from, mut to) = (None, None);
+    while let Some(l) = lines.get(i) {
+        if l.starts_with("diff --git ") || l.starts_with("--- ") || l.starts_with("@@ ") {
+            break;
+        }
+        let l = l.trim_end_matches(['\n', '\r']);
+        if let Some(p) = l.strip_prefix("rename from ") {
+            from = header_path(&format!("x{p}"), "x");
+        } else if let Some(p) = l.strip_prefix("rename to ") {
+            to = header_path(&format!("x{p}"), "x");
+        }
+        i += 1;
+    }
+    (from, to, i)
 }
 
 /// A header path: without a timestamp, unquoted; None for /dev/null.
@@ -105,6 +130,20 @@ fn split(patch: &str) -> Result<Vec<Section>, Failure> {
         let line = lines[i];
         if line.starts_with("diff --git ") {
             git = true;
+            let (from, to, end) = rename_header(&lines, i + 1);
+            let next_is_patch = lines.get(end).is_some_and(|l| l.starts_with("--- "));
+            if let (Some(from), Some(to), false) = (&from, &to, next_is_patch) {
+                // A pure rename: the content moves as it is.
+                sections.push(Section {
+                    old: Some(from.clone()),
+                    new: Some(to.clone()),
+                    text: String::new(),
+                    hunks: 0,
+                    rename_only: true,
+                });
+                i = end;
+                continue;
+            }
             i += 1;
             continue;
         }
@@ -162,7 +201,7 @@ fn split(patch: &str) -> Result<Vec<Section>, Failure> {
                 new.as_deref().unwrap_or("?")
             )));
         }
-        sections.push(Section { old, new, text, hunks });
+        sections.push(Section { old, new, text, hunks, rename_only: false });
         i = j;
     }
     if sections.is_empty() {
@@ -194,12 +233,14 @@ impl Tool for ApplyPatch {
         let mut changes: Vec<Change> = Vec::new();
         let mut files = Vec::new();
         for s in &sections {
-            let parsed = diffy::Patch::from_str(&s.text).map_err(|e| {
-                Failure::invalid_argument(format!(
-                    "cannot parse the patch for {}: {e}",
-                    s.new.as_deref().or(s.old.as_deref()).unwrap_or("?")
-                ))
-            })?;
+            let parse = || {
+                diffy::Patch::from_str(&s.text).map_err(|e| {
+                    Failure::invalid_argument(format!(
+                        "cannot parse the patch for {}: {e}",
+                        s.new.as_deref().or(s.old.as_deref()).unwrap_or("?")
+                    ))
+                })
+            };
             let (base, old_rel) = match &s.old {
                 Some(old) => {
                     let (rel, data) = read_text(cx, old)?;
@@ -212,14 +253,19 @@ impl Tool for ApplyPatch {
                 None => (String::new(), None),
             };
             let display = s.new.as_deref().or(s.old.as_deref()).unwrap_or("?");
-            let patched = diffy::apply(&base, &parsed).map_err(|e| {
-                let n: usize = e.to_string().rsplit('#').next().and_then(|n| n.parse().ok()).unwrap_or(1);
-                let at = parsed.hunks().get(n.saturating_sub(1)).map(|h| h.old_range().start()).unwrap_or(0);
-                Failure::invalid_argument(format!(
-                    "hunk #{n} for {display} (at line {at} of the old file) does not apply: its context or removed \
+            let patched = if s.rename_only {
+                base
+            } else {
+                let parsed = parse()?;
+                diffy::apply(&base, &parsed).map_err(|e| {
+                    let n: usize = e.to_string().rsplit('#').next().and_then(|n| n.parse().ok()).unwrap_or(1);
+                    let at = parsed.hunks().get(n.saturating_sub(1)).map(|h| h.old_range().start()).unwrap_or(0);
+                    Failure::invalid_argument(format!(
+                        "hunk #{n} for {display} (at line {at} of the old file) does not apply: its context or removed \
                      lines do not match the file. No file was changed; read the file again and regenerate the patch"
-                ))
-            })?;
+                    ))
+                })?
+            };
             match (&s.new, old_rel) {
                 (None, Some(rel)) => {
                     if !patched.is_empty() {
@@ -227,7 +273,12 @@ impl Tool for ApplyPatch {
                             "the patch deletes {rel} but does not remove all of its lines; no file was changed"
                         )));
                     }
-                    files.push(FileOut { path: rel.clone(), action: Action::Deleted, hunks: s.hunks });
+                    files.push(FileOut {
+                        path: rel.clone(),
+                        action: Action::Deleted,
+                        hunks: s.hunks,
+                        renamed_from: None,
+                    });
                     changes.push(Change::Remove { rel });
                 }
                 (Some(new), old_rel) => {
@@ -245,6 +296,7 @@ impl Tool for ApplyPatch {
                         path: t.rel.clone(),
                         action: if created { Action::Added } else { Action::Modified },
                         hunks: s.hunks,
+                        renamed_from: renamed_from.clone(),
                     });
                     changes.push(Change::Write { rel: t.rel, content: patched, created });
                     if let Some(from) = renamed_from {

@@ -36,14 +36,10 @@ pub struct Output {
     created: bool,
 }
 
-/// Refuse paths a tool must never write.
-pub(crate) fn check_writable(cx: &Context, rel: &str) -> Result<(), Failure> {
-    if cx.is_protected(rel) {
-        return Err(Failure::path_refused(format!(
-            "Refusing to write \"{rel}\": .git, the host's configuration and its state directory are never written by tools"
-        )));
-    }
-    Ok(())
+/// Refuse paths this call may not write (protected paths, outside the grant), by
+/// asking the host — whose refusal is then on record as its denial.
+pub(crate) fn check_writable(_cx: &Context, rel: &str) -> Result<(), Failure> {
+    host::may_write(&[rel.to_string()])
 }
 
 impl Tool for WriteFile {

@@ -187,9 +187,7 @@ impl Tool for WorkspaceGit {
     type Output = GitOutput;
 
     fn run(input: GitInput, cx: &Context) -> Result<GitOutput, Failure> {
-        for p in &input.pathspecs {
-            check_pathspec(p)?;
-        }
+        let specs = Pathspecs::new(&input.pathspecs)?;
         if input.revision.as_deref().is_some_and(|r| r.trim().is_empty()) {
             return Err(Failure::invalid_argument("revision is empty; omit it for HEAD"));
         }
@@ -202,7 +200,7 @@ impl Tool for WorkspaceGit {
         let stdout = match input.operation {
             Operation::Status => {
                 out.operation = "status".into();
-                let files = status(&repo, cx, &input.pathspecs, &mut stderr)?;
+                let files = status(&repo, cx, &specs, &mut stderr)?;
                 let text: String = files
                     .iter()
                     .map(|f| match &f.raw_from {
@@ -238,7 +236,7 @@ impl Tool for WorkspaceGit {
             Operation::Log => {
                 out.operation = "log".into();
                 let n = input.max_count.unwrap_or(DEFAULT_MAX_COUNT).clamp(1, MAX_COUNT) as usize;
-                let (commits, text) = log(&repo, input.revision.as_deref(), n, &input.pathspecs)?;
+                let (commits, text) = log(&repo, input.revision.as_deref(), n, &specs)?;
                 out.summary = format!("{} commits from {}", commits.len(), input.revision.as_deref().unwrap_or("HEAD"));
                 out.commits = Some(commits);
                 text
@@ -246,7 +244,7 @@ impl Tool for WorkspaceGit {
             Operation::Show => {
                 out.operation = "show".into();
                 let (commit, files, text) =
-                    show(&repo, input.revision.as_deref().unwrap_or("HEAD"), &input.pathspecs, &mut stderr)?;
+                    show(&repo, input.revision.as_deref().unwrap_or("HEAD"), &specs, &mut stderr)?;
                 out.summary =
                     format!("Commit {} \"{}\": {} files changed", &commit.id[..12], commit.summary, files.len());
                 out.commits = Some(vec![commit]);
@@ -255,7 +253,7 @@ impl Tool for WorkspaceGit {
             }
             Operation::Diff => {
                 out.operation = "diff".into();
-                let (files, text) = diff_head(&repo, cx, &input.pathspecs, &mut stderr)?;
+                let (files, text) = diff_head(&repo, cx, &specs, &mut stderr)?;
                 out.summary = if files.is_empty() {
                     "No differences between HEAD and the working tree".into()
                 } else {

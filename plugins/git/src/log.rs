@@ -40,26 +40,37 @@ pub(crate) fn header(c: &gix::Commit<'_>) -> Result<String, Failure> {
 /// Does `c` change anything under `specs` (always, without specs)? As git's default
 /// history simplification decides: a commit is left out when those paths are the same
 /// as in one of its parents; a root commit is shown when it has any of them.
-pub(crate) fn touches(repo: &gix::Repository, c: &gix::Commit<'_>, specs: &[String]) -> Result<bool, Failure> {
+pub(crate) fn touches(repo: &gix::Repository, c: &gix::Commit<'_>, specs: &Pathspecs) -> Result<bool, Failure> {
     if specs.is_empty() {
         return Ok(true);
     }
-    let at = |tree: &gix::Tree<'_>| -> Result<Vec<Option<(u16, gix::ObjectId)>>, Failure> {
-        specs
-            .iter()
-            .map(|s| {
-                let s = s.trim_end_matches('/');
-                if s.is_empty() || s == "." {
-                    return Ok(Some((0o040000, tree.id)));
-                }
-                Ok(tree.lookup_entry_by_path(s).map_err(io)?.map(|e| (e.mode().value(), e.object_id())))
-            })
-            .collect()
+    // What a tree holds under the pathspecs: for plain paths the entries at them (fast:
+    // one lookup each); for wildcard patterns every matching file.
+    let plain = specs.plain();
+    type Found = Vec<(String, Option<(u32, gix::ObjectId)>)>;
+    let at = |tree: &gix::Tree<'_>| -> Result<Found, Failure> {
+        match &plain {
+            Some(paths) => paths
+                .iter()
+                .map(|s| {
+                    if s.is_empty() {
+                        return Ok((String::new(), Some((0o040000, tree.id))));
+                    }
+                    let e = tree.lookup_entry_by_path(s).map_err(io)?;
+                    Ok((s.to_string(), e.map(|e| (e.mode().value() as u32, e.object_id()))))
+                })
+                .collect(),
+            None => Ok(tree_files(repo, Some(tree.id))?
+                .into_iter()
+                .filter(|(p, _)| specs.matches(p))
+                .map(|(p, side)| (p, Some(side)))
+                .collect()),
+        }
     };
     let mine = at(&c.tree().map_err(io)?)?;
     let mut parents = c.parent_ids().peekable();
     if parents.peek().is_none() {
-        return Ok(mine.iter().any(Option::is_some));
+        return Ok(mine.iter().any(|(_, e)| e.is_some()));
     }
     for p in parents {
         let tree = repo.find_commit(p).map_err(io)?.tree().map_err(io)?;
@@ -74,11 +85,11 @@ pub(crate) fn log(
     repo: &gix::Repository,
     rev: Option<&str>,
     n: usize,
-    specs: &[String],
+    specs: &Pathspecs,
 ) -> Result<(Vec<Commit>, String), Failure> {
     let start = match rev {
         Some(r) => resolve(repo, r)?,
-        None => match head_commit_id(repo) {
+        None => match head_commit_id(repo)? {
             Some(id) => id,
             None => return Ok((Vec::new(), String::new())),
         },

@@ -90,7 +90,7 @@ pub(crate) fn file_patch(
 pub(crate) fn show(
     repo: &gix::Repository,
     rev: &str,
-    specs: &[String],
+    specs: &Pathspecs,
     stderr: &mut String,
 ) -> Result<(Commit, Vec<FileStatus>, String), Failure> {
     let id = resolve(repo, rev)?;
@@ -110,7 +110,7 @@ pub(crate) fn show(
         let paths: std::collections::BTreeSet<&String> = olds.iter().flat_map(|o| o.keys()).chain(new.keys()).collect();
         let mut files = Vec::new();
         for p in paths {
-            if selected(specs, p) && olds.iter().all(|o| o.get(p) != new.get(p)) {
+            if specs.matches(p) && olds.iter().all(|o| o.get(p) != new.get(p)) {
                 let mut f = FileStatus::new(p.clone(), p.as_bytes().to_vec());
                 f.index = if new.contains_key(p) { "M" } else { "D" }.into();
                 files.push(f);
@@ -140,14 +140,14 @@ pub(crate) fn tree_diff(
     repo: &gix::Repository,
     old: &BTreeMap<String, staged::Side>,
     new: &BTreeMap<String, staged::Side>,
-    specs: &[String],
+    specs: &Pathspecs,
     stderr: &mut String,
 ) -> Result<(Vec<FileStatus>, String), Failure> {
     let paths: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
     let mut changes = Vec::new();
     for p in paths {
         let (o, n) = (old.get(p), new.get(p));
-        if o == n || !selected(specs, p) {
+        if o == n || !specs.matches(p) {
             continue;
         }
         changes.push(PathChange {
@@ -277,11 +277,11 @@ pub(crate) fn emit(
 pub(crate) fn diff_head(
     repo: &gix::Repository,
     cx: &Context,
-    specs: &[String],
+    specs: &Pathspecs,
     stderr: &mut String,
 ) -> Result<(Vec<FileStatus>, String), Failure> {
     use std::collections::BTreeSet;
-    let want = |p: &gix::bstr::BStr| selected(specs, &p.to_str_lossy());
+    let want = |p: &gix::bstr::BStr| specs.matches(&p.to_str_lossy());
     let index = repo.index_or_empty().map_err(io)?;
     // HEAD's side where the index's cached tree does not vouch for it (staged.rs).
     let head = staged::HeadSide::read(repo, &index, head_tree(repo)?).map_err(io)?;

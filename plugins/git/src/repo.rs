@@ -11,32 +11,90 @@ pub(crate) fn io(e: impl std::fmt::Display) -> Failure {
     fail(ErrorKind::Io, format!("git: {e}"))
 }
 
-pub(crate) fn check_pathspec(p: &str) -> Result<(), Failure> {
-    if p.starts_with('/') || p.starts_with('\\') || p.get(1..2) == Some(":") {
-        return Err(fail(
-            ErrorKind::PathRefused,
-            format!("pathspec \"{p}\" is absolute; give it relative to the repository root"),
-        ));
-    }
-    if p.split(['/', '\\']).any(|s| s == "..") {
-        return Err(fail(
-            ErrorKind::PathRefused,
-            format!("pathspec \"{p}\" climbs with `..`; give it relative to the repository root"),
-        ));
-    }
-    if p.contains('\0') {
-        return Err(Failure::invalid_argument("a pathspec cannot contain NUL"));
-    }
-    Ok(())
+/// A pathspec as a model may write it, cut and escaped for an error message.
+fn shown(p: &str) -> String {
+    cheng_sdk::text::cut_chars(&cheng_sdk::text::escape_line(p), 200)
 }
 
-/// Does `path` fall under one of `specs` (empty: everything)?
-pub(crate) fn selected(specs: &[String], path: &str) -> bool {
-    specs.is_empty()
-        || specs.iter().any(|s| {
-            let s = s.trim_end_matches('/');
-            s.is_empty() || s == "." || path == s || path.starts_with(&format!("{s}/"))
-        })
+/// One pathspec: a path (the file, or everything under the directory) or a wildcard
+/// pattern matched against the whole path as git matches one (`*` crosses `/`).
+enum Spec {
+    Prefix(String),
+    Glob(globset::GlobMatcher),
+}
+
+/// The pathspecs of a request, checked once: relative, no `..`, no NUL, and no pathspec
+/// magic (`:(top)`, `:(icase)`, `:!…`), which is refused rather than misread.
+pub(crate) struct Pathspecs {
+    specs: Vec<Spec>,
+}
+
+impl Pathspecs {
+    /// Check and compile `specs`.
+    pub(crate) fn new(specs: &[String]) -> Result<Pathspecs, Failure> {
+        let mut out = Vec::new();
+        for p in specs {
+            if p.starts_with('/') || p.starts_with('\\') || (p.get(1..2) == Some(":") && !p.starts_with(':')) {
+                return Err(fail(
+                    ErrorKind::PathRefused,
+                    format!("pathspec \"{}\" is absolute; give it relative to the repository root", shown(p)),
+                ));
+            }
+            if p.split(['/', '\\']).any(|s| s == "..") {
+                return Err(fail(
+                    ErrorKind::PathRefused,
+                    format!("pathspec \"{}\" climbs with `..`; give it relative to the repository root", shown(p)),
+                ));
+            }
+            if p.contains('\0') {
+                return Err(Failure::invalid_argument("a pathspec cannot contain NUL"));
+            }
+            if p.starts_with(':') {
+                return Err(Failure::invalid_argument(format!(
+                    "pathspec \"{}\" uses pathspec magic, which workspace_git does not support; give a path relative \
+                     to the repository root, or a wildcard pattern such as *.txt",
+                    shown(p)
+                )));
+            }
+            let s = p.trim_end_matches('/');
+            if s.contains(['*', '?', '[']) {
+                let glob =
+                    globset::GlobBuilder::new(s).literal_separator(false).backslash_escape(true).build().map_err(
+                        |e| Failure::invalid_argument(format!("pathspec \"{}\" is not a valid pattern: {e}", shown(p))),
+                    )?;
+                out.push(Spec::Glob(glob.compile_matcher()));
+            } else {
+                out.push(Spec::Prefix(if s == "." { String::new() } else { s.to_string() }));
+            }
+        }
+        Ok(Pathspecs { specs: out })
+    }
+
+    /// No pathspecs: everything is selected.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.specs.is_empty()
+    }
+
+    /// The plain paths among them (`""` for the whole tree), when there are only
+    /// plain paths; `None` when a wildcard pattern is among them.
+    pub(crate) fn plain(&self) -> Option<Vec<&str>> {
+        self.specs
+            .iter()
+            .map(|s| match s {
+                Spec::Prefix(p) => Some(p.as_str()),
+                Spec::Glob(_) => None,
+            })
+            .collect()
+    }
+
+    /// Does `path` fall under one of them (always, when there are none)?
+    pub(crate) fn matches(&self, path: &str) -> bool {
+        self.specs.is_empty()
+            || self.specs.iter().any(|s| match s {
+                Spec::Prefix(p) => p.is_empty() || path == p || path.starts_with(&format!("{p}/")),
+                Spec::Glob(g) => g.is_match(path),
+            })
+    }
 }
 
 /// Find and open the repository containing `dir`, within the workspace. A `.git` file
@@ -130,7 +188,7 @@ pub(crate) fn submodule_head(workdir: &Path, path: &gix::bstr::BStr, cx: &Contex
 
 /// HEAD's tree, or the empty tree before the first commit.
 pub(crate) fn head_tree(repo: &gix::Repository) -> Result<gix::ObjectId, Failure> {
-    match head_commit_id(repo) {
+    match head_commit_id(repo)? {
         Some(id) => Ok(repo.find_commit(id).map_err(io)?.tree_id().map_err(io)?.detach()),
         None => Ok(gix::ObjectId::empty_tree(repo.object_hash())),
     }
@@ -150,18 +208,32 @@ pub(crate) fn resolve(repo: &gix::Repository, rev: &str) -> Result<gix::ObjectId
     let unknown = || {
         fail(
             ErrorKind::NotFound,
-            format!("unknown revision \"{rev}\": name a branch, a tag, a commit hash or an expression such as HEAD~2"),
+            format!(
+                "unknown revision \"{}\": name a branch, a tag, a commit hash or an expression such as HEAD~2",
+                shown(rev)
+            ),
         )
     };
     let spec = repo.rev_parse_single(rev.as_bytes().as_bstr()).map_err(|_| unknown())?;
     let obj = spec.object().map_err(|_| unknown())?;
     let commit = obj
         .peel_to_commit()
-        .map_err(|_| fail(ErrorKind::InvalidArgument, format!("\"{rev}\" does not name a commit")))?;
+        .map_err(|_| fail(ErrorKind::InvalidArgument, format!("\"{}\" does not name a commit", shown(rev))))?;
     Ok(commit.id)
 }
 
-/// HEAD's commit, or none on an unborn branch.
-pub(crate) fn head_commit_id(repo: &gix::Repository) -> Option<gix::ObjectId> {
-    repo.head_id().ok().map(|id| id.detach())
+/// HEAD's commit, or none on an unborn branch. A HEAD that cannot be read, or that
+/// names an object the repository does not have, is an error (not an empty history).
+pub(crate) fn head_commit_id(repo: &gix::Repository) -> Result<Option<gix::ObjectId>, Failure> {
+    let broken = |why: String| fail(ErrorKind::NotFound, format!("the repository's HEAD is broken: {why}"));
+    let head = repo.head().map_err(|e| broken(e.to_string()))?;
+    if head.is_unborn() {
+        return Ok(None);
+    }
+    let Some(id) = head.id() else { return Err(broken("it names no commit".into())) };
+    let id = id.detach();
+    if !repo.has_object(id) {
+        return Err(broken(format!("it points at {id}, which is not in the repository")));
+    }
+    Ok(Some(id))
 }

@@ -7,11 +7,11 @@ use super::*;
 pub(crate) fn status(
     repo: &gix::Repository,
     cx: &Context,
-    specs: &[String],
+    specs: &Pathspecs,
     stderr: &mut String,
 ) -> Result<Vec<FileStatus>, Failure> {
     use gix::diff::index::ChangeRef;
-    let want = |p: &gix::bstr::BStr| selected(specs, &p.to_str_lossy());
+    let want = |p: &gix::bstr::BStr| specs.matches(&p.to_str_lossy());
     let index = repo.index_or_empty().map_err(io)?;
     let mut map: BTreeMap<Vec<u8>, FileStatus> = BTreeMap::new();
     fn entry<'m>(map: &'m mut BTreeMap<Vec<u8>, FileStatus>, raw: &[u8], stderr: &mut String) -> &'m mut FileStatus {
@@ -96,7 +96,7 @@ pub(crate) fn status(
             shown.push('/');
             raw.push(b'/');
         }
-        if !selected(specs, &shown) {
+        if !specs.matches(&shown) {
             continue;
         }
         let mut f = FileStatus::new(shown, raw);

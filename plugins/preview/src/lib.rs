@@ -26,6 +26,9 @@ pub const MAX_PREVIEW_BYTES: usize = 524_288;
 pub const MAX_SOURCE_BYTES: u64 = 16 << 20;
 /// Largest PDF whose pages are counted.
 const MAX_PDF_SCAN: u64 = 32 << 20;
+/// Files up to this size are read whole for `artifact_summary` (digest, line count);
+/// larger ones (a sparse 10 GB file, say) are described from their head only.
+const MAX_SCAN_BYTES: u64 = 64 << 20;
 
 #[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -208,9 +211,13 @@ pub fn render_markdown(src: &str) -> String {
     let mut raw = String::with_capacity(src.len() * 3 / 2);
     html::push_html(&mut raw, Parser::new_ext(src, opts));
     let mut b = ammonia::Builder::default();
+    // Task-list checkboxes are the only inputs: every `input` becomes a disabled
+    // checkbox, whatever its own attributes said (an `<input>` whose type was dropped
+    // would otherwise render as a text box).
     b.add_tags(["input"])
-        .add_tag_attribute_values("input", "type", ["checkbox"])
-        .add_tag_attributes("input", ["checked", "disabled"])
+        .add_tag_attributes("input", ["checked"])
+        .set_tag_attribute_value("input", "type", "checkbox")
+        .set_tag_attribute_value("input", "disabled", "")
         .add_tag_attributes("sup", ["class"])
         .add_tag_attributes("div", ["class"])
         .add_generic_attributes(["id"])
@@ -515,6 +522,12 @@ fn file_metadata(guest: &std::path::Path, rel: &str) -> Result<serde_json::Value
     if md.is_dir() {
         return Err(Failure::invalid_argument(format!("\"{rel}\" is a directory; use list_dir to see what it holds")));
     }
+    // A FIFO would block the open, a device could never end: only regular files.
+    if !md.is_file() {
+        return Err(Failure::invalid_argument(format!(
+            "\"{rel}\" is not a regular file (a FIFO, socket or device); only regular files are described"
+        )));
+    }
     let mut f = std::fs::File::open(guest).map_err(io)?;
     let mut head = Vec::new();
     (&mut f).take(256 * 1024).read_to_end(&mut head).map_err(io)?;
@@ -527,25 +540,36 @@ fn file_metadata(guest: &std::path::Path, rel: &str) -> Result<serde_json::Value
     let mut last = head.last().copied();
     let mut pdf = if kind == "application/pdf" && md.len() <= MAX_PDF_SCAN { Some(head.clone()) } else { None };
     let mut buf = vec![0u8; 256 * 1024];
-    loop {
-        let n = f.read(&mut buf).map_err(io)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-        lines += count_lines(&buf[..n], false);
-        last = Some(buf[n - 1]);
-        if let Some(p) = pdf.as_mut() {
-            p.extend_from_slice(&buf[..n]);
+    // Past the scan cap only the head is looked at: no digest, no line count.
+    let whole = md.len() <= MAX_SCAN_BYTES;
+    if whole {
+        loop {
+            let n = f.read(&mut buf).map_err(io)?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+            lines += count_lines(&buf[..n], false);
+            last = Some(buf[n - 1]);
+            if let Some(p) = pdf.as_mut() {
+                p.extend_from_slice(&buf[..n]);
+            }
         }
     }
     let mut meta = serde_json::json!({
         "path": rel,
         "size": md.len(),
         "kind": kind,
-        "sha256": hex(&hasher.finalize()),
+        "sha256": if whole { hex(&hasher.finalize()).into() } else { serde_json::Value::Null },
     });
-    if text {
+    if !whole {
+        meta["note"] = format!(
+            "larger than {} MiB: only its first 256 KiB were read (no sha256, no line count)",
+            MAX_SCAN_BYTES >> 20
+        )
+        .into();
+    }
+    if text && whole {
         meta["line_count"] = (lines + u64::from(last.is_some_and(|b| b != b'\n'))).into();
     }
     describe(&mut meta, &head, kind);

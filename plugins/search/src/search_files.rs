@@ -5,6 +5,13 @@
 use cheng_sdk::prelude::*;
 use grep_matcher::Matcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+
+/// The most memory a compiled search pattern may take; larger ones are refused with a
+/// message naming the limit (a pattern like `a{1000}{1000}{1000}` would otherwise
+/// exhaust the component's memory).
+const REGEX_SIZE_LIMIT: usize = 8 << 20;
+/// The most memory the lazy DFA's cache may take while searching.
+const REGEX_DFA_LIMIT: usize = 32 << 20;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch};
 
 use cheng_fs_core::caps::{
@@ -169,11 +176,25 @@ impl Tool for SearchFiles {
             .case_insensitive(input.case_insensitive)
             .fixed_strings(input.literal)
             .line_terminator(Some(b'\n'))
+            .size_limit(REGEX_SIZE_LIMIT)
+            .dfa_size_limit(REGEX_DFA_LIMIT)
             .build(&input.pattern)
             .map_err(|e| {
-                Failure::invalid_argument(format!(
-                    "pattern is not a valid regular expression: {e}. Pass literal=true to search for it as plain text"
-                ))
+                let text = e.to_string();
+                if text.contains("size limit") {
+                    Failure::new(
+                        ErrorKind::TooLarge,
+                        format!(
+                            "pattern is too large once compiled (over the {} MiB limit for a search pattern): use \
+                             smaller repetition counts, or literal=true for plain text",
+                            REGEX_SIZE_LIMIT >> 20
+                        ),
+                    )
+                } else {
+                    Failure::invalid_argument(format!(
+                        "pattern is not a valid regular expression: {e}. Pass literal=true to search for it as plain text"
+                    ))
+                }
             })?;
         let glob = input.glob.as_deref().map(|g| PathGlob::new(g, "glob")).transpose()?;
         let base = cx.resolve(&input.path)?;

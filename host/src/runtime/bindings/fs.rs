@@ -93,6 +93,13 @@ impl Host for ChengView<'_> {
         Ok(WriteResult { created: w.created, bytes_written: w.bytes })
     }
 
+    async fn may_write(&mut self, paths: Vec<String>) -> Result<(), Failure> {
+        for p in &paths {
+            self.fs_access(p, true)?;
+        }
+        Ok(())
+    }
+
     async fn remove_file(&mut self, path: String) -> Result<(), Failure> {
         let guard = self.fs_access(&path, true)?;
         guard.remove_file(&path).map_err(failure)
