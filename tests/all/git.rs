@@ -17,14 +17,7 @@ use crate::util;
 /// `git` in `dir` with a fixed identity and no system or user configuration; `date`
 /// sets the author and committer dates.
 fn git_cmd(dir: &Path, date: Option<&str>) -> Command {
-    let mut c = Command::new("git");
-    c.current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .env("GIT_AUTHOR_NAME", "Ada Lovelace")
-        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
-        .env("GIT_COMMITTER_NAME", "Ada Lovelace")
-        .env("GIT_COMMITTER_EMAIL", "ada@example.com");
+    let mut c = util::git(dir);
     if let Some(d) = date {
         c.env("GIT_AUTHOR_DATE", d).env("GIT_COMMITTER_DATE", d);
     }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use cheng_host::approvals::{ApprovalRequest, ApproveAll, Approver, Decision, RefuseAll};
 use cheng_host::policy::Config;
-use cheng_host::{Context, Host, HostBuilder, Status, ToolResult};
+use cheng_host::{Context, Host, Status, ToolResult};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -36,14 +36,8 @@ impl Approver for Recorder {
     }
 }
 
-const BASE: &str = "[process]\nkill_grace_ms = 300\n";
-
 async fn host_with(config: &str, approver: Arc<dyn Approver>) -> Host {
-    let mut b = HostBuilder::new();
-    b.config(Config::from_toml_str(&format!("{BASE}{config}"), "test.toml").unwrap());
-    b.state_dir(util::shared_state());
-    b.approver(approver);
-    b.build().await.unwrap()
+    util::host_with(config, approver).await
 }
 
 async fn yes_host(config: &str) -> Host {

@@ -31,11 +31,7 @@ impl Approver for Answer {
 }
 
 async fn host(config: &str, approver: Arc<dyn Approver>) -> Host {
-    let mut b = HostBuilder::new();
-    b.config(Config::from_toml_str(&format!("[process]\nkill_grace_ms = 300\n{config}"), "test.toml").unwrap());
-    b.state_dir(util::shared_state());
-    b.approver(approver);
-    b.build().await.unwrap()
+    util::host_with(config, approver).await
 }
 
 async fn shell(h: &Host, ws: &Path, input: Value) -> ToolResult {
@@ -50,25 +46,15 @@ fn landlock() -> bool {
     util::require("Landlock", cheng_host::confinement().landlock_abi.is_some_and(|v| v >= 4))
 }
 
-/// `git` as a user runs it, with `HOME` at `home` (the positive controls).
-fn plain_git(dir: &Path, home: &Path, args: &[&str]) -> std::process::Output {
-    Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .env("HOME", home)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "A")
-        .env("GIT_AUTHOR_EMAIL", "a@x")
-        .env("GIT_COMMITTER_NAME", "A")
-        .env("GIT_COMMITTER_EMAIL", "a@x")
-        .output()
-        .unwrap()
+/// `git` as a user runs it in `dir` (the positive controls).
+fn plain_git(dir: &Path, args: &[&str]) -> std::process::Output {
+    util::git(dir).args(args).output().unwrap()
 }
 
 fn repo_with_a_commit(dir: &Path) {
     for args in [&["init", "-q", "-b", "main"][..], &["add", "-A"], &["commit", "-q", "-m", "one"]] {
         std::fs::write(dir.join("f.txt"), "one\n").unwrap();
-        assert!(plain_git(dir, dir, args).status.success());
+        assert!(plain_git(dir, args).status.success());
     }
 }
 
@@ -86,7 +72,7 @@ async fn git_allowed_by_a_rule_runs_nothing_the_repository_configures() {
     assert_eq!(r.error_kind, Some(ErrorKind::CommandNotAllowed), "{}", r.output);
     assert!(!w.join("HOME_MARKER").exists());
     // The control: git with that HOME runs it.
-    plain_git(w, w, &["status"]);
+    plain_git(w, &["status"]);
     assert!(w.join("HOME_MARKER").exists(), "the HOME control did not run it");
     std::fs::remove_file(w.join(".gitconfig")).unwrap();
     // 2. The repository's own configuration, as a command could have written it.
@@ -105,7 +91,7 @@ async fn git_allowed_by_a_rule_runs_nothing_the_repository_configures() {
         assert!(!w.join(m).exists(), "{m}: a configured program ran");
     }
     // The controls: plain git, as a user runs it, runs each of them.
-    plain_git(w, w, &["status"]);
+    plain_git(w, &["status"]);
     for m in ["REPO_MARKER", "FILTER_MARKER"] {
         assert!(w.join(m).exists(), "{m}: the control did not run it");
     }
@@ -127,7 +113,7 @@ async fn git_allowed_by_a_rule_runs_nothing_the_repository_configures() {
         "the fake repository's fsmonitor ran"
     );
     // The control: plain git with that directory runs it.
-    plain_git(w, w, &["--git-dir=fakegit", "status"]);
+    plain_git(w, &["--git-dir=fakegit", "status"]);
     assert!(w.join("FAKE_MARKER").exists(), "the fake repository's control did not run it");
 }
 

@@ -67,6 +67,30 @@ pub async fn host(config: &str, plugins: Vec<PluginSpec>) -> Host {
     b.build().await.unwrap()
 }
 
+/// A host with the built-ins, `config` (after a short kill grace, for quick tests) and
+/// `approver`.
+pub async fn host_with(config: &str, approver: std::sync::Arc<dyn cheng_host::approvals::Approver>) -> Host {
+    let mut b = HostBuilder::new();
+    b.config(Config::from_toml_str(&format!("[process]\nkill_grace_ms = 300\n{config}"), "test.toml").unwrap());
+    b.state_dir(shared_state());
+    b.approver(approver);
+    b.build().await.unwrap()
+}
+
+/// `git` in `dir` as a user runs it there: `HOME` at `dir`, no system configuration, a
+/// fixed identity.
+pub fn git(dir: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new("git");
+    c.current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .env("GIT_AUTHOR_NAME", "Ada Lovelace")
+        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
+        .env("GIT_COMMITTER_NAME", "Ada Lovelace")
+        .env("GIT_COMMITTER_EMAIL", "ada@example.com");
+    c
+}
+
 /// A plugin spec for a test program.
 pub fn plugin(id: &str, program_name: &str, grant: Grant) -> PluginSpec {
     PluginSpec { id: id.into(), wasm: program(program_name), origin: program_name.into(), grant }
