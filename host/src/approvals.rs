@@ -161,6 +161,11 @@ pub trait Approver: Send + Sync {
     fn can_ask(&self) -> bool {
         true
     }
+
+    /// Who answers through it, for the record (`terminal`, `mcp-client`, …).
+    fn name(&self) -> &str {
+        "approver"
+    }
 }
 
 /// The approver used when none is configured: refuses at once.
@@ -179,8 +184,44 @@ impl Approver for RefuseAll {
 pub struct ApproveAll;
 
 impl Approver for ApproveAll {
+    fn name(&self) -> &str {
+        "auto-approve"
+    }
+
     fn decide<'a>(&'a self, _req: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
         Box::pin(async { Decision::AutoApproved })
+    }
+}
+
+/// Several approvers asked at once; the first real answer wins. An approver that
+/// cannot reach anyone ([`Decision::NoApprover`]) drops out; when all do, nobody could
+/// be asked. For example the MCP client and the terminal of `cheng serve`.
+pub struct FirstAnswer(pub Vec<Arc<dyn Approver>>);
+
+impl Approver for FirstAnswer {
+    fn decide<'a>(&'a self, req: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+        Box::pin(async move {
+            let mut asks: Vec<_> = self.0.iter().filter(|a| a.can_ask()).map(|a| a.decide(req)).collect();
+            while !asks.is_empty() {
+                let (d, _, rest) = futures::future::select_all(asks).await;
+                if d != Decision::NoApprover {
+                    return d;
+                }
+                asks = rest;
+            }
+            Decision::NoApprover
+        })
+    }
+
+    fn can_ask(&self) -> bool {
+        self.0.iter().any(|a| a.can_ask())
+    }
+
+    fn name(&self) -> &str {
+        match self.0.as_slice() {
+            [one] => one.name(),
+            _ => "approver",
+        }
     }
 }
 
@@ -217,12 +258,42 @@ pub struct ApprovalOutcome {
     pub decision: Decision,
     /// How long it waited, in milliseconds.
     pub waited_ms: u64,
+    /// Who answered: `operator:<token name>`, `socket:uid <n>`, the approver's name
+    /// (`terminal`, `mcp-client`, `auto-approve`); none when nobody did (a timeout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<String>,
+}
+
+/// A request waiting for an answer, as the console and the API list it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PendingApproval {
+    /// The card.
+    pub request: ApprovalRequest,
+    /// The whole wait it was given, in milliseconds.
+    pub timeout_ms: u64,
+    /// How long it has waited so far, in milliseconds.
+    pub waited_ms: u64,
+}
+
+/// What an answer from outside did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answered {
+    /// It was the first answer, and applies.
+    Applied,
+    /// The request was answered before (or timed out): this answer changed nothing.
+    TooLate,
+    /// No such request was ever made here.
+    Unknown,
 }
 
 struct Pending {
-    run: String,
-    tx: oneshot::Sender<Decision>,
+    request: ApprovalRequest,
+    started: Instant,
+    tx: oneshot::Sender<(Decision, String)>,
 }
+
+/// How many answered requests are remembered, to tell a late answer from an unknown id.
+const REMEMBERED: usize = 4096;
 
 /// The approvals broker. Cheap to clone; one per host.
 #[derive(Clone)]
@@ -237,6 +308,7 @@ struct BrokerInner {
     external: bool,
     timeout: Duration,
     pending: Mutex<HashMap<String, Pending>>,
+    resolved: Mutex<(std::collections::VecDeque<String>, std::collections::HashSet<String>)>,
     events: broadcast::Sender<ApprovalEvent>,
 }
 
@@ -251,6 +323,7 @@ impl Broker {
                 external,
                 timeout: timeout.max(MIN_TIMEOUT),
                 pending: Mutex::new(HashMap::new()),
+                resolved: Mutex::default(),
                 events,
             }),
         }
@@ -273,20 +346,49 @@ impl Broker {
 
     /// Whether `run` has a request waiting (its status is then `awaiting-approval`).
     pub fn awaiting(&self, run: &str) -> bool {
-        self.inner.pending.lock().unwrap_or_else(|p| p.into_inner()).values().any(|p| p.run == run)
+        self.inner.pending.lock().unwrap_or_else(|p| p.into_inner()).values().any(|p| p.request.run == run)
+    }
+
+    /// The summary of the request `run` waits on, if any (the run's activity).
+    pub fn awaiting_summary(&self, run: &str) -> Option<String> {
+        let pending = self.inner.pending.lock().unwrap_or_else(|p| p.into_inner());
+        pending.values().find(|p| p.request.run == run).map(|p| p.request.summary.clone())
+    }
+
+    /// Every request waiting now, oldest first.
+    pub fn pending(&self) -> Vec<PendingApproval> {
+        let pending = self.inner.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let mut list: Vec<_> = pending
+            .values()
+            .map(|p| PendingApproval {
+                request: p.request.clone(),
+                timeout_ms: self.inner.timeout.as_millis() as u64,
+                waited_ms: p.started.elapsed().as_millis() as u64,
+            })
+            .collect();
+        list.sort_by(|a, b| b.waited_ms.cmp(&a.waited_ms));
+        list
     }
 
     /// Answer a pending request from outside (API, console). Returns false when no such
     /// request is waiting (unknown, already answered, or timed out): a late answer is
     /// ignored.
     pub fn answer(&self, id: &str, approved: bool) -> bool {
+        self.answer_by(id, approved, "api") == Answered::Applied
+    }
+
+    /// Answer a pending request from outside on behalf of `by` (recorded with the
+    /// answer). The first answer wins; a later one, or one after the timeout, is
+    /// [`Answered::TooLate`] and changes nothing.
+    pub fn answer_by(&self, id: &str, approved: bool, by: &str) -> Answered {
         let pending = self.inner.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
         match pending {
             Some(p) => {
                 let decision = if approved { Decision::Approved } else { Decision::Declined };
-                p.tx.send(decision).is_ok()
+                if p.tx.send((decision, by.to_string())).is_ok() { Answered::Applied } else { Answered::TooLate }
             }
-            None => false,
+            None if self.inner.resolved.lock().unwrap_or_else(|p| p.into_inner()).1.contains(id) => Answered::TooLate,
+            None => Answered::Unknown,
         }
     }
 
@@ -300,20 +402,35 @@ impl Broker {
             tracing::info!(target: "approvals", id = %req.id, tool = %req.tool, run = %req.run, "approval refused at once: nobody can be asked");
             return self.resolved(&req, Decision::NoApprover, started);
         }
-        let (tx, rx) = oneshot::channel();
+        let (tx, mut rx) = oneshot::channel();
         inner
             .pending
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(req.id.clone(), Pending { run: req.run.clone(), tx });
+            .insert(req.id.clone(), Pending { request: req.clone(), started, tx });
         let _ = inner
             .events
             .send(ApprovalEvent::Requested { request: req.clone(), timeout_ms: inner.timeout.as_millis() as u64 });
+        let timeout = tokio::time::sleep(inner.timeout);
+        tokio::pin!(timeout);
+        let name = inner.approver.name().to_string();
         let ask = inner.approver.decide(&req);
-        let decision = tokio::select! {
-            d = ask => d,
-            Ok(d) = rx => d,
-            _ = tokio::time::sleep(inner.timeout) => Decision::TimedOut,
+        tokio::pin!(ask);
+        let mut asking = true;
+        let (decision, by) = loop {
+            tokio::select! {
+                d = &mut ask, if asking => {
+                    // An approver that could reach nobody leaves the answer to the other
+                    // paths (an API, a console) when there are any.
+                    if d == Decision::NoApprover && inner.external {
+                        asking = false;
+                        continue;
+                    }
+                    break (d, (d != Decision::NoApprover).then_some(name.clone()));
+                }
+                Ok((d, by)) = &mut rx => break (d, Some(by)),
+                _ = &mut timeout => break (Decision::TimedOut, None),
+            }
         };
         // Whoever answered first, the request is no longer pending: a later answer finds
         // nothing and is ignored.
@@ -321,19 +438,31 @@ impl Broker {
         if decision == Decision::TimedOut {
             tracing::info!(target: "approvals", id = %req.id, tool = %req.tool, run = %req.run, wait_ms = inner.timeout.as_millis() as u64, "approval timed out; treated as refused");
         }
-        self.resolved(&req, decision, started)
+        let mut out = self.resolved(&req, decision, started);
+        out.answered_by = by;
+        out
     }
 
     fn resolved(&self, req: &ApprovalRequest, decision: Decision, started: Instant) -> ApprovalOutcome {
         let waited_ms = started.elapsed().as_millis() as u64;
         tracing::info!(target: "approvals", id = %req.id, tool = %req.tool, run = %req.run, ?decision, waited_ms, "approval resolved");
+        {
+            let mut r = self.inner.resolved.lock().unwrap_or_else(|p| p.into_inner());
+            r.0.push_back(req.id.clone());
+            r.1.insert(req.id.clone());
+            if r.0.len() > REMEMBERED {
+                if let Some(old) = r.0.pop_front() {
+                    r.1.remove(&old);
+                }
+            }
+        }
         let _ = self.inner.events.send(ApprovalEvent::Resolved {
             id: req.id.clone(),
             run: req.run.clone(),
             decision,
             waited_ms,
         });
-        ApprovalOutcome { id: req.id.clone(), decision, waited_ms }
+        ApprovalOutcome { id: req.id.clone(), decision, waited_ms, answered_by: None }
     }
 }
 

@@ -161,6 +161,14 @@ impl HostBuilder {
     pub async fn build(&mut self) -> Result<Host, HostError> {
         let policy = self.config.policy()?;
         let t0 = Instant::now();
+        let observer = Arc::new(crate::observe::Observer::new());
+        let on_compile: Arc<dyn Fn(&str) + Send + Sync> = {
+            let (user, observer) = (self.on_compile.clone(), observer.clone());
+            Arc::new(move |name: &str| {
+                observer.component_compiled();
+                user(name)
+            })
+        };
         // Plugins are read and their pins checked first: their grants size the pool.
         let mut load_errors = Vec::new();
         let mut specs = self.plugins.clone();
@@ -189,7 +197,7 @@ impl HostBuilder {
                 engine.engine(),
                 &linker,
                 &cache,
-                self.on_compile.as_ref(),
+                on_compile.as_ref(),
             )
             .await?;
             registry.add(Arc::new(c), "")?;
@@ -198,8 +206,7 @@ impl HostBuilder {
         for spec in specs {
             let origin = spec.origin.clone();
             if let Err(e) =
-                plugins::load_plugin(spec, engine.engine(), &linker, &cache, self.on_compile.as_ref(), &mut registry)
-                    .await
+                plugins::load_plugin(spec, engine.engine(), &linker, &cache, on_compile.as_ref(), &mut registry).await
             {
                 tracing::warn!(target: "cheng::plugins", plugin = %origin, "plugin refused: {e}");
                 load_errors.push(e);
@@ -250,13 +257,14 @@ impl HostBuilder {
                 policy,
                 config: self.config.clone(),
                 run_state,
-                on_compile: self.on_compile.clone(),
+                on_compile,
                 load_errors,
                 broker,
                 records: RecordSink { log, on_failure: self.config.records.on_failure },
                 protected_abs,
                 workspaces_root,
                 spawner: Arc::new(spawner),
+                observer,
             }),
         })
     }

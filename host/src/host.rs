@@ -62,9 +62,26 @@ pub(crate) struct Inner {
     pub(crate) protected_abs: Vec<PathBuf>,
     pub(crate) workspaces_root: Option<PathBuf>,
     pub(crate) spawner: Arc<Spawner>,
+    pub(crate) observer: Arc<crate::observe::Observer>,
 }
 
 impl Host {
+    /// The configuration the host was built with.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// What operators watch: runs, the event stream, metrics.
+    pub fn observer(&self) -> &crate::observe::Observer {
+        &self.inner.observer
+    }
+
+    /// Per-run data a component keeps (for example `todo_write`'s plan under
+    /// component `notes`, key `todos`).
+    pub fn run_state(&self, run: &str, component: &str, key: &str) -> Option<String> {
+        self.inner.run_state.scope(run, component).get(key)
+    }
+
     /// The policy in force.
     pub fn policy(&self) -> &Policy {
         &self.inner.policy

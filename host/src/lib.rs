@@ -76,6 +76,8 @@
 //! - [`runtime`]: engine, component cache, per-call stores and limits, WIT bindings.
 //! - [`registry`]: tools by name; [`inspect()`] looks into a component file.
 //! - [`runstate`]: per-run data for components; [`atomic`]: the host's file writes.
+//! - [`server`]: `cheng serve` — MCP over stdio and streamable HTTP, tokens, the
+//!   operator API and console; [`observe`]: runs, events and metrics for operators.
 #![deny(missing_docs)]
 
 pub mod approvals;
@@ -89,6 +91,7 @@ pub mod grant;
 pub mod guard;
 mod host;
 mod inspect;
+pub mod observe;
 pub mod pipeline;
 mod plugins;
 pub mod policy;
@@ -97,6 +100,7 @@ pub mod records;
 pub mod registry;
 pub mod runstate;
 pub mod runtime;
+pub mod server;
 #[doc(hidden)]
 pub mod testing;
 

@@ -90,6 +90,59 @@ enum Command {
         #[command(subcommand)]
         action: Option<SettingsCommand>,
     },
+    /// Serve the tools over MCP: on stdio (the default), over streamable HTTP at
+    /// /mcp (`--http 127.0.0.1:PORT`), or both (`--http ADDR --stdio`).
+    Serve {
+        /// Serve streamable HTTP on this address (loopback unless --allow-remote).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// Also speak MCP on stdin/stdout when serving HTTP.
+        #[arg(long)]
+        stdio: bool,
+        /// Allow a non-loopback HTTP address (put TLS in front of it).
+        #[arg(long)]
+        allow_remote: bool,
+    },
+    /// List the approval requests a running `cheng serve` waits on (over its socket).
+    Approvals,
+    /// Approve a pending request of a running `cheng serve`.
+    Approve {
+        /// The request's id (from `cheng approvals`).
+        id: String,
+    },
+    /// Decline a pending request of a running `cheng serve`.
+    Decline {
+        /// The request's id (from `cheng approvals`).
+        id: String,
+    },
+    /// Manage the bearer tokens HTTP clients present.
+    Token {
+        #[command(subcommand)]
+        action: TokenCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum TokenCommand {
+    /// Make a token and print it (once; only its hash is kept).
+    Add {
+        /// Its name (for revoking it, and in logs).
+        #[arg(long)]
+        name: Option<String>,
+        /// The role an agent token calls tools as.
+        #[arg(long)]
+        role: Option<String>,
+        /// An operator token: reads and answers approvals, calls no tool.
+        #[arg(long, conflicts_with = "role")]
+        operator: bool,
+    },
+    /// Remove a token by name.
+    Revoke {
+        /// The token's name.
+        name: String,
+    },
+    /// List the tokens (names, kinds, roles; never the tokens).
+    List,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -271,6 +324,59 @@ async fn run(cli: Cli) -> Result<u8> {
             emit(&serde_json::to_string_pretty(&report)?);
             return Ok(if report.refused_imports.is_empty() { 0 } else { EXIT_ERROR });
         }
+        Command::Approvals | Command::Approve { .. } | Command::Decline { .. } => {
+            let dir = state.clone().ok_or_else(|| UsageError("no state directory; pass --state-dir".into()))?;
+            let req = match &cli.command {
+                Command::Approve { id } => serde_json::json!({"op": "answer", "id": id, "approve": true}),
+                Command::Decline { id } => serde_json::json!({"op": "answer", "id": id, "approve": false}),
+                _ => serde_json::json!({"op": "list"}),
+            };
+            let reply = cheng_host::server::socket::request(&dir, &req).await?;
+            emit(&serde_json::to_string_pretty(&reply)?);
+            return Ok(match reply["result"].as_str() {
+                None | Some("applied") => 0,
+                Some("unknown") => EXIT_USAGE,
+                Some(_) => EXIT_ERROR,
+            });
+        }
+        Command::Token { action } => {
+            let dir = state.clone().ok_or_else(|| UsageError("no state directory; pass --state-dir".into()))?;
+            let store = cheng_host::server::tokens::TokenStore::new(&dir);
+            match action {
+                TokenCommand::Add { name, role, operator } => {
+                    use cheng_host::server::tokens::Kind;
+                    let (kind, role) = match (operator, role) {
+                        (true, _) => (Kind::Operator, None),
+                        (false, Some(r)) => {
+                            let policy = config.policy()?;
+                            if !policy.has_role(r) {
+                                let roles: Vec<_> = policy.role_names().collect();
+                                bail!(UsageError(format!("unknown role \"{r}\"; roles: {}", roles.join(", "))));
+                            }
+                            (Kind::Agent, Some(r.as_str()))
+                        }
+                        (false, None) => bail!(UsageError("give --role ROLE for an agent token, or --operator".into())),
+                    };
+                    let name = name.clone().unwrap_or_else(|| format!("token-{}", &cheng_host::new_id()[..8]));
+                    let secret = store.add(&name, kind, role).map_err(|e| UsageError(e.to_string()))?;
+                    eprintln!("cheng: token \"{name}\" made; it is shown once, only its hash is kept");
+                    emit(&serde_json::to_string_pretty(&serde_json::json!({"name": name, "token": secret}))?);
+                }
+                TokenCommand::Revoke { name } => {
+                    store.revoke(name).map_err(|e| UsageError(e.to_string()))?;
+                    emit(&serde_json::to_string_pretty(&serde_json::json!({"revoked": name}))?);
+                }
+                TokenCommand::List => {
+                    let list: Vec<_> = store
+                        .list()?
+                        .into_iter()
+                        .map(|t| serde_json::json!({"name": t.name, "kind": t.kind, "role": t.role, "created_ms": t.created_ms}))
+                        .collect();
+                    emit(&serde_json::to_string_pretty(&list)?);
+                }
+            }
+            return Ok(0);
+        }
         Command::Settings { action } => {
             let dir = state.clone().ok_or_else(|| UsageError("no state directory; pass --state-dir".into()))?;
             let mut s = settings::Settings::load_or_init(&dir)?;
@@ -312,9 +418,34 @@ async fn run(cli: Cli) -> Result<u8> {
         Command::Call { approve, .. } => *approve,
         _ => None,
     };
-    builder.approver(approver_for(approve, saved.auto_approve));
-    // One call per process: the pooling allocator's set-up would cost more than it saves.
-    builder.engine_options(cheng_host::runtime::engine::EngineOptions { pooling: false, ..Default::default() });
+    let serving = matches!(cli.command, Command::Serve { .. });
+    let client_approver = (serving && config.serve.approvals_via_client)
+        .then(|| Arc::new(cheng_host::server::approver::ClientApprover::default()));
+    if let Command::Serve { http, stdio, .. } = &cli.command {
+        // Approvals while serving: the client (when enabled and able), and the terminal
+        // when the MCP session is not on it; an API or console may answer too.
+        let stdio_used = *stdio || http.is_none();
+        let mut paths: Vec<Arc<dyn Approver>> = Vec::new();
+        if saved.auto_approve {
+            paths.push(Arc::new(tty::AutoApprover));
+        } else {
+            if let Some(c) = &client_approver {
+                paths.push(c.clone());
+            }
+            if !stdio_used {
+                if let Some(t) = tty::TtyApprover::open() {
+                    paths.push(Arc::new(t));
+                }
+            }
+        }
+        builder.approver(Arc::new(cheng_host::approvals::FirstAnswer(paths)));
+        // The console, the API and the socket answer too: requests wait for them.
+        builder.external_approval_answers(true);
+    } else {
+        builder.approver(approver_for(approve, saved.auto_approve));
+        // One call per process: the pooling allocator's set-up would cost more than it saves.
+        builder.engine_options(cheng_host::runtime::engine::EngineOptions { pooling: false, ..Default::default() });
+    }
     let host = builder.build().await.context("cannot start the host")?;
     for e in host.load_errors() {
         eprintln!("cheng: plugin not loaded: {e}");
@@ -412,8 +543,59 @@ async fn run(cli: Cli) -> Result<u8> {
                 _ => EXIT_ERROR,
             })
         }
+        Command::Serve { http, stdio, allow_remote } => {
+            let workspace = match &cli.workspace {
+                Some(w) => w.clone(),
+                None => std::env::current_dir().context("cannot read the current directory")?,
+            };
+            let role = cli.role.clone().unwrap_or_else(|| host.policy().default_role().to_string());
+            if !host.policy().has_role(&role) {
+                let roles: Vec<_> = host.policy().role_names().collect();
+                bail!(UsageError(format!("unknown role \"{role}\"; roles: {}", roles.join(", "))));
+            }
+            let opts = cheng_host::server::ServeOptions {
+                stdio: stdio || http.is_none(),
+                http,
+                allow_remote,
+                workspace,
+                role,
+                state_dir: state.clone().ok_or_else(|| UsageError("no state directory; pass --state-dir".into()))?,
+            };
+            // SIGTERM and SIGINT: stop accepting, cancel what runs, flush the log, exit 0.
+            let shutdown = tokio_util::sync::CancellationToken::new();
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                use tokio::signal::unix::{SignalKind, signal};
+                let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+                else {
+                    return;
+                };
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+                eprintln!("cheng: shutting down");
+                stop.cancel();
+            });
+            if let Err(e) = cheng_host::server::serve(host.clone(), opts, client_approver, shutdown).await {
+                if matches!(e, cheng_host::server::ServeError::Remote(_)) {
+                    bail!(UsageError(e.to_string()));
+                }
+                return Err(e.into());
+            }
+            if let Some(log) = host.audit_log() {
+                log.flush().context("cannot flush the audit log")?;
+            }
+            Ok(0)
+        }
         // Answered above, before the host started.
-        Command::Records { .. } | Command::Settings { .. } | Command::Plugin { .. } => Ok(0),
+        Command::Records { .. }
+        | Command::Settings { .. }
+        | Command::Plugin { .. }
+        | Command::Token { .. }
+        | Command::Approvals
+        | Command::Approve { .. }
+        | Command::Decline { .. } => Ok(0),
     }
 }
 

@@ -257,6 +257,12 @@ impl AuditLog {
         &self.inner.path
     }
 
+    /// Make everything appended so far durable now (at shutdown).
+    pub fn flush(&self) -> Result<(), AuditError> {
+        let f = self.inner.file.lock().unwrap_or_else(|p| p.into_inner());
+        f.sync_data().map_err(|source| AuditError { path: self.inner.path.display().to_string(), source })
+    }
+
     /// Whether the last write (or sync) of the log succeeded.
     pub fn is_healthy(&self) -> bool {
         self.inner.healthy.load(Ordering::Acquire)

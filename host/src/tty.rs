@@ -15,6 +15,10 @@ use cheng_host::approvals::{ApprovalRequest, Approver, Decision};
 pub struct AutoApprover;
 
 impl Approver for AutoApprover {
+    fn name(&self) -> &str {
+        "auto-approve"
+    }
+
     fn decide<'a>(&'a self, req: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
         eprintln!("cheng: approved without asking (auto-approve is on): {}", req.summary);
         Box::pin(async { Decision::AutoApproved })
@@ -25,6 +29,10 @@ impl Approver for AutoApprover {
 pub struct DeclineAll;
 
 impl Approver for DeclineAll {
+    fn name(&self) -> &str {
+        "--approve deny"
+    }
+
     fn decide<'a>(&'a self, _req: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
         Box::pin(async { Decision::Declined })
     }
@@ -44,6 +52,10 @@ impl TtyApprover {
 }
 
 impl Approver for TtyApprover {
+    fn name(&self) -> &str {
+        "terminal"
+    }
+
     fn decide<'a>(&'a self, req: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
         let tty = self.tty.clone();
         let card = format!(

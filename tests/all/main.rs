@@ -17,6 +17,10 @@ mod unasked;
 // Calls that must end and say what happened: FIFOs, devices, huge patterns and
 // arguments, exit codes, log escapes, the sanitizer, pathspecs, renames, .git spellings.
 mod bounds;
+// `cheng serve` with the official MCP Python SDK as the client, and the HTTP gate.
+mod serve;
+// The operator API, the approvals socket, and the console in headless Chromium.
+mod console;
 // The embedder API: unknown tools, bad arguments, grants, cancellation, concurrency.
 mod host_api;
 // Approvals: every answer path, before any tool that needs them.

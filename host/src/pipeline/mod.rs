@@ -45,6 +45,8 @@ impl Host {
     /// Like [`Host::call`], also returning the call's record.
     pub async fn call_recorded(&self, cx: &Context, tool: &str, input: serde_json::Value) -> (ToolResult, CallRecord) {
         let scope = Arc::new(CallScope::new(cx, tool, input));
+        let observer = &self.inner.observer;
+        observer.call_started(&scope.id, &cx.run, &cx.role, tool);
         let work = async {
             match self.stages(&scope).await {
                 Ok(r) | Err(r) => r,
@@ -70,6 +72,17 @@ impl Host {
         if rec.arguments.is_null() {
             rec.arguments = crate::records::stored_arguments(&scope.input);
         }
+        let rights: Vec<String> = rec
+            .denials
+            .iter()
+            .filter_map(|d| serde_json::to_value(d.right).ok()?.as_str().map(str::to_string))
+            .collect();
+        for a in &rec.approvals {
+            observer.approval_answered(a.decision.as_str());
+        }
+        let status =
+            serde_json::to_value(rec.status).ok().and_then(|s| s.as_str().map(str::to_string)).unwrap_or_default();
+        observer.call_finished(&scope.id, &cx.run, tool, &status, rec.duration_ms, &rights);
         (result, rec)
     }
 

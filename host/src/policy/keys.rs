@@ -33,6 +33,19 @@ pub const TABLES: &[(&str, &[&str])] = &[
         ],
     ),
     ("[[process.rules]]", &["program", "args", "decision", "network"]),
+    (
+        "[serve]",
+        &[
+            "approvals_via_client",
+            "max_request_bytes",
+            "max_calls",
+            "max_calls_per_session",
+            "busy_wait_ms",
+            "idle_session_ms",
+            "allowed_hosts",
+            "allowed_origins",
+        ],
+    ),
     ("[[plugins]]", &["id", "path", "sha256", "fs", "spawn", "network", "memory_mb", "timeout_ms"]),
 ];
 

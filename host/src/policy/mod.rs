@@ -114,6 +114,9 @@ pub struct Config {
     /// Where workspaces may be.
     #[serde(default)]
     pub workspaces: WorkspacesConfig,
+    /// `cheng serve` (`[serve]`): limits, approvals through the client, allowed hosts.
+    #[serde(default)]
+    pub serve: ServeConfig,
     /// Load plugins whose entry has no `sha256` (default false: a pin is required).
     #[serde(default)]
     pub allow_unpinned_plugins: bool,
@@ -221,6 +224,69 @@ impl Default for WorkspacesConfig {
 
 fn yes() -> bool {
     true
+}
+
+/// `cheng serve`'s settings (`[serve]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeConfig {
+    /// Also send approval cards to the MCP client as elicitations, when it can show them.
+    #[serde(default)]
+    pub approvals_via_client: bool,
+    /// The largest HTTP request body accepted, in bytes (past it: 413).
+    #[serde(default = "default_request_bytes")]
+    pub max_request_bytes: usize,
+    /// Calls in flight at once, over every session.
+    #[serde(default = "default_max_calls")]
+    pub max_calls: usize,
+    /// Calls in flight at once in one session.
+    #[serde(default = "default_max_session_calls")]
+    pub max_calls_per_session: usize,
+    /// How long a call waits for a free place before it is refused as busy, in ms.
+    #[serde(default = "default_busy_wait")]
+    pub busy_wait_ms: u64,
+    /// An HTTP session unused this long expires, in ms.
+    #[serde(default = "default_idle")]
+    pub idle_session_ms: u64,
+    /// Host names (besides the bind address, `localhost`, `127.0.0.1`, `::1`) that HTTP
+    /// requests may name in their `Host` header.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    /// Origins (`https://console.example`) a browser request may come from; any other
+    /// `Origin` is refused (403).
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        ServeConfig {
+            approvals_via_client: false,
+            max_request_bytes: default_request_bytes(),
+            max_calls: default_max_calls(),
+            max_calls_per_session: default_max_session_calls(),
+            busy_wait_ms: default_busy_wait(),
+            idle_session_ms: default_idle(),
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+        }
+    }
+}
+
+fn default_request_bytes() -> usize {
+    16 << 20
+}
+fn default_max_calls() -> usize {
+    128
+}
+fn default_max_session_calls() -> usize {
+    16
+}
+fn default_busy_wait() -> u64 {
+    10_000
+}
+fn default_idle() -> u64 {
+    300_000
 }
 
 /// How far a tool's filesystem access may be narrowed from `[tools.<name>]`: config
@@ -625,6 +691,15 @@ program = "git"
 args = ["status"]
 decision = "allow"
 network = false
+[serve]
+approvals_via_client = false
+max_request_bytes = 16777216
+max_calls = 128
+max_calls_per_session = 16
+busy_wait_ms = 10000
+idle_session_ms = 300000
+allowed_hosts = ["cheng.internal"]
+allowed_origins = ["https://console.internal"]
 [[plugins]]
 id = "acme"
 path = "acme.wasm"
@@ -649,6 +724,7 @@ timeout_ms = 10000
         // Every table refuses a key it does not know, naming line and column.
         let headers = [
             "",
+            "[serve]\n",
             "[limits]\n",
             "[approvals]\n",
             "[records]\n",

@@ -1,0 +1,186 @@
+//! `cheng serve` against the reference MCP server, with the same lean client (rmcp's)
+//! in the same run:
+//!
+//! - `tools/call` round trip reading a 1 KB file, p50 and p99, over stdio and over HTTP,
+//!   against `@modelcontextprotocol/server-filesystem`'s `read_text_file` over stdio;
+//! - throughput over HTTP with 64 concurrent sessions calling `think`;
+//! - the server's RSS with 1,000 idle HTTP sessions open.
+//!
+//! Run: `cargo bench --bench serve` (add `-- --quick` for fewer calls). The reference
+//! server is installed with
+//! `npm install --prefix target/bench-peers @modelcontextprotocol/server-filesystem@2026.8.31`;
+//! without it that comparison is left out and says so.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::{StreamableHttpClientTransport, StreamableHttpClientTransportConfig};
+use tokio::io::AsyncBufReadExt;
+
+mod common;
+use common::{ms, p50};
+
+type Client = RunningService<RoleClient, ()>;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn cheng(state: &Path, ws: &Path) -> tokio::process::Command {
+    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_cheng"));
+    c.arg("--state-dir").arg(state).arg("--workspace").arg(ws).env("CHENG_LOG", "error").env_remove("CHENG_CONFIG");
+    c.env("XDG_CONFIG_HOME", state.join("no-config"));
+    c
+}
+
+fn p99(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[(v.len() * 99 / 100).min(v.len() - 1)]
+}
+
+async fn timed(client: &Client, tool: &str, args: serde_json::Value, n: usize) -> Vec<Duration> {
+    let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args.as_object().cloned().unwrap());
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let r = client.call_tool(params.clone()).await.expect("the call returns");
+        out.push(t.elapsed());
+        assert_ne!(r.is_error, Some(true), "{r:?}");
+    }
+    out
+}
+
+async fn http_client(url: &str, token: &str) -> Client {
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token.to_string());
+    ().serve(StreamableHttpClientTransport::from_config(config)).await.expect("the HTTP session starts")
+}
+
+fn report(name: &str, v: Vec<Duration>) -> Duration {
+    let (a, b) = (p50(v.clone()), p99(v));
+    println!("{name}: p50 {:.3} ms, p99 {:.3} ms", ms(a), ms(b));
+    a
+}
+
+fn rss_kb(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::main]
+async fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let n = if quick { 300 } else { 2000 };
+    let state = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("one-k.txt"), "x".repeat(1023) + "\n").unwrap();
+    let read = serde_json::json!({"path": "one-k.txt"});
+
+    // Over stdio.
+    let child = TokioChildProcess::new(cheng(state.path(), ws.path()).arg("serve")).unwrap();
+    let stdio: Client = ().serve(child).await.unwrap();
+    timed(&stdio, "read_file", read.clone(), 50).await;
+    let ours_stdio = report("cheng serve (stdio) read_file 1 KB", timed(&stdio, "read_file", read.clone(), n).await);
+
+    // Over HTTP.
+    let out = cheng(state.path(), ws.path())
+        .args(["token", "add", "--name", "bench", "--role", "developer"])
+        .output()
+        .await
+        .unwrap();
+    let token =
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["token"].as_str().unwrap().to_string();
+    let mut server = cheng(state.path(), ws.path())
+        .env("CHENG_LOG", "warn")
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(server.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next_line().await.unwrap().expect("the server starts");
+        if let Some(rest) = line.strip_prefix("cheng: serving MCP over HTTP at http://") {
+            break rest.trim_end_matches("/mcp").to_string();
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let url = format!("http://{addr}/mcp");
+    let http = http_client(&url, &token).await;
+    timed(&http, "read_file", read.clone(), 50).await;
+    let ours_http = report("cheng serve (HTTP) read_file 1 KB", timed(&http, "read_file", read.clone(), n).await);
+
+    // The reference server, same client, same file.
+    let reference =
+        repo().join("target/bench-peers/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    if reference.is_file() {
+        let mut cmd = tokio::process::Command::new("node");
+        cmd.arg(&reference).arg(ws.path()).stderr(Stdio::null());
+        let theirs: Client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+        let file = serde_json::json!({"path": ws.path().join("one-k.txt")});
+        timed(&theirs, "read_text_file", file.clone(), 50).await;
+        let base =
+            report("server-filesystem (stdio) read_text_file 1 KB", timed(&theirs, "read_text_file", file, n).await);
+        println!(
+            "ratio to the reference: stdio {:.2}x, HTTP {:.2}x (goal <= 0.3x)",
+            ours_stdio.as_secs_f64() / base.as_secs_f64(),
+            ours_http.as_secs_f64() / base.as_secs_f64()
+        );
+        let _ = theirs.cancel().await;
+    } else {
+        println!("reference server not installed ({}): comparison left out", reference.display());
+    }
+
+    // Throughput: 64 sessions calling `think` as fast as they can.
+    let sessions = 64;
+    let seconds = if quick { 3 } else { 10 };
+    let mut clients = Vec::new();
+    for _ in 0..sessions {
+        clients.push(Arc::new(http_client(&url, &token).await));
+    }
+    let done = Arc::new(AtomicU64::new(0));
+    let until = Instant::now() + Duration::from_secs(seconds);
+    let mut tasks = Vec::new();
+    for c in &clients {
+        let (c, done) = (c.clone(), done.clone());
+        tasks.push(tokio::spawn(async move {
+            let p = CallToolRequestParams::new("think")
+                .with_arguments(serde_json::json!({"thought": "x"}).as_object().cloned().unwrap());
+            while Instant::now() < until {
+                if c.call_tool(p.clone()).await.is_ok() {
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    let total = done.load(Ordering::Relaxed);
+    println!("think over HTTP, {sessions} sessions: {:.0} calls/s (goal >= 5000)", total as f64 / seconds as f64);
+    drop(clients);
+
+    // RSS with 1,000 idle sessions.
+    let pid = server.id().unwrap();
+    let before = rss_kb(pid);
+    let mut idle = Vec::new();
+    for _ in 0..1000 {
+        idle.push(http_client(&url, &token).await);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = rss_kb(pid);
+    println!("server RSS: {} MB before, {} MB with 1000 idle sessions (goal <= 200 MB)", before / 1024, after / 1024);
+    drop(idle);
+    let _ = stdio.cancel().await;
+    let _ = http.cancel().await;
+    let _ = server.kill().await;
+}

@@ -1,0 +1,310 @@
+//! What an operator watches, kept by the host as calls happen (no engine types): every
+//! run's status, role and calls; an event stream (calls started and finished, a run's
+//! status changed); and the counters behind `/metrics` (Prometheus text: calls by tool
+//! and status, call durations, approvals pending and answered, denials by right,
+//! components compiled).
+//!
+//! # Example
+//!
+//! ```
+//! use cheng_host::observe::Observer;
+//!
+//! let o = Observer::new();
+//! o.call_started("c1", "run-1", "developer", "read_file");
+//! assert_eq!(o.runs()[0].active, 1);
+//! o.call_finished("c1", "run-1", "read_file", "ok", 1.5, &[]);
+//! assert_eq!(o.runs()[0].calls, 1);
+//! assert!(o.metrics_text(0).contains("cheng_calls_total{tool=\"read_file\",status=\"ok\"} 1"));
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
+use std::time::Instant;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use serde::Serialize;
+use tokio::sync::broadcast;
+
+/// One run as the host has seen it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunEntry {
+    /// The run's id.
+    pub id: String,
+    /// The role its calls run as (the latest call's).
+    pub role: String,
+    /// Calls finished so far (this host's lifetime).
+    pub calls: u64,
+    /// Calls in flight now.
+    pub active: u32,
+    /// The tool called last.
+    pub last_tool: String,
+    /// When it was last active (Unix ms).
+    pub last_ms: u64,
+}
+
+/// What the event stream carries besides the approvals broker's own events.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// A call started.
+    CallStarted {
+        /// Its id.
+        call: String,
+        /// Its run.
+        run: String,
+        /// The tool.
+        tool: String,
+        /// The role.
+        role: String,
+    },
+    /// A call ended.
+    CallFinished {
+        /// Its id.
+        call: String,
+        /// Its run.
+        run: String,
+        /// The tool.
+        tool: String,
+        /// `ok`, `error` or `denied`.
+        status: String,
+        /// How long it took.
+        duration_ms: f64,
+    },
+    /// A run went from idle to running or back.
+    RunStatus {
+        /// The run.
+        run: String,
+        /// `running` or `idle`.
+        status: String,
+    },
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    tool: String,
+    status: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolLabel {
+    tool: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DecisionLabel {
+    decision: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RightLabel {
+    right: String,
+}
+
+/// The host's runs, events and metrics.
+pub struct Observer {
+    runs: Mutex<BTreeMap<String, RunEntry>>,
+    events: broadcast::Sender<Event>,
+    started: Instant,
+    registry: Registry,
+    calls: Family<CallLabels, Counter>,
+    durations: Family<ToolLabel, Histogram>,
+    answered: Family<DecisionLabel, Counter>,
+    denials: Family<RightLabel, Counter>,
+    compiled: Counter,
+    pending: Gauge<i64, std::sync::atomic::AtomicI64>,
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+impl Default for Observer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Observer {
+    /// Nothing seen yet.
+    pub fn new() -> Observer {
+        let mut registry = Registry::default();
+        let calls = Family::<CallLabels, Counter>::default();
+        let durations = Family::<ToolLabel, Histogram>::new_with_constructor(
+            (|| Histogram::new(exponential_buckets(0.0005, 4.0, 10))) as fn() -> Histogram,
+        );
+        let answered = Family::<DecisionLabel, Counter>::default();
+        let denials = Family::<RightLabel, Counter>::default();
+        let compiled = Counter::<u64, AtomicU64>::default();
+        let pending = Gauge::<i64, std::sync::atomic::AtomicI64>::default();
+        registry.register("cheng_calls", "Tool calls, by tool and final status", calls.clone());
+        registry.register("cheng_call_duration_seconds", "How long tool calls took", durations.clone());
+        registry.register("cheng_approvals_pending", "Approval requests waiting for an answer", pending.clone());
+        registry.register("cheng_approvals_answered", "Approval requests answered, by decision", answered.clone());
+        registry.register("cheng_denials", "Refusals the host issued, by the right refused", denials.clone());
+        registry.register(
+            "cheng_components_compiled",
+            "Components compiled (not taken from the cache)",
+            compiled.clone(),
+        );
+        let (events, _) = broadcast::channel(1024);
+        Observer {
+            runs: Mutex::default(),
+            events,
+            started: Instant::now(),
+            registry,
+            calls,
+            durations,
+            answered,
+            denials,
+            compiled,
+            pending,
+        }
+    }
+
+    fn runs_lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, RunEntry>> {
+        self.runs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A call started.
+    pub fn call_started(&self, call: &str, run: &str, role: &str, tool: &str) {
+        let became_busy = {
+            let mut runs = self.runs_lock();
+            let e = runs.entry(run.to_string()).or_insert_with(|| RunEntry {
+                id: run.to_string(),
+                role: role.to_string(),
+                calls: 0,
+                active: 0,
+                last_tool: String::new(),
+                last_ms: 0,
+            });
+            e.role = role.to_string();
+            e.last_tool = tool.to_string();
+            e.last_ms = now_ms();
+            e.active += 1;
+            e.active == 1
+        };
+        let _ = self.events.send(Event::CallStarted {
+            call: call.to_string(),
+            run: run.to_string(),
+            tool: tool.to_string(),
+            role: role.to_string(),
+        });
+        if became_busy {
+            let _ = self.events.send(Event::RunStatus { run: run.to_string(), status: "running".into() });
+        }
+    }
+
+    /// A call ended with `status`; `denials` are the rights the host refused during it.
+    pub fn call_finished(&self, call: &str, run: &str, tool: &str, status: &str, duration_ms: f64, denials: &[String]) {
+        let became_idle = {
+            let mut runs = self.runs_lock();
+            match runs.get_mut(run) {
+                Some(e) => {
+                    e.active = e.active.saturating_sub(1);
+                    e.calls += 1;
+                    e.last_ms = now_ms();
+                    e.active == 0
+                }
+                None => false,
+            }
+        };
+        self.calls.get_or_create(&CallLabels { tool: tool.to_string(), status: status.to_string() }).inc();
+        self.durations.get_or_create(&ToolLabel { tool: tool.to_string() }).observe(duration_ms / 1000.0);
+        for right in denials {
+            self.denials.get_or_create(&RightLabel { right: right.clone() }).inc();
+        }
+        let _ = self.events.send(Event::CallFinished {
+            call: call.to_string(),
+            run: run.to_string(),
+            tool: tool.to_string(),
+            status: status.to_string(),
+            duration_ms,
+        });
+        if became_idle {
+            let _ = self.events.send(Event::RunStatus { run: run.to_string(), status: "idle".into() });
+        }
+    }
+
+    /// An approval request was answered (or timed out) with `decision`.
+    pub fn approval_answered(&self, decision: &str) {
+        self.answered.get_or_create(&DecisionLabel { decision: decision.to_string() }).inc();
+    }
+
+    /// A component was compiled.
+    pub fn component_compiled(&self) {
+        self.compiled.inc();
+    }
+
+    /// Every run seen, most recently active first.
+    pub fn runs(&self) -> Vec<RunEntry> {
+        let mut list: Vec<RunEntry> = self.runs_lock().values().cloned().collect();
+        list.sort_by(|a, b| b.last_ms.cmp(&a.last_ms));
+        list
+    }
+
+    /// One run.
+    pub fn run(&self, id: &str) -> Option<RunEntry> {
+        self.runs_lock().get(id).cloned()
+    }
+
+    /// Runs with a call in flight.
+    pub fn active_runs(&self) -> usize {
+        self.runs_lock().values().filter(|r| r.active > 0).count()
+    }
+
+    /// Follow the events.
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
+    /// How long the host has been up.
+    pub fn uptime(&self) -> std::time::Duration {
+        self.started.elapsed()
+    }
+
+    /// The metrics in Prometheus text format; `pending` approvals are waiting now.
+    pub fn metrics_text(&self, pending: usize) -> String {
+        self.pending.set(pending as i64);
+        let mut out = String::new();
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_and_events_follow_calls() {
+        let o = Observer::new();
+        let mut ev = o.subscribe();
+        o.call_started("c1", "r", "recon", "read_file");
+        o.call_started("c2", "r", "recon", "list_dir");
+        // Two calls in flight, one run running.
+        assert_eq!((o.runs()[0].active, o.active_runs()), (2, 1));
+        o.call_finished("c1", "r", "read_file", "ok", 2.0, &[]);
+        o.call_finished("c2", "r", "list_dir", "denied", 1.0, &["fs-read".into()]);
+        assert_eq!((o.runs()[0].calls, o.active_runs()), (2, 0));
+        // The stream: started, running, started, finished, finished, idle.
+        let kinds: Vec<String> = std::iter::from_fn(|| ev.try_recv().ok())
+            .map(|e| serde_json::to_value(e).unwrap()["event"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            kinds,
+            ["call_started", "run_status", "call_started", "call_finished", "call_finished", "run_status"]
+        );
+        // The counters.
+        let text = o.metrics_text(3);
+        assert!(text.contains("cheng_calls_total{tool=\"list_dir\",status=\"denied\"} 1"), "{text}");
+        assert!(text.contains("cheng_denials_total{right=\"fs-read\"} 1"), "{text}");
+        assert!(text.contains("cheng_approvals_pending 3"), "{text}");
+        assert!(text.contains("cheng_call_duration_seconds_bucket"), "{text}");
+    }
+}

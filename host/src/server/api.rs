@@ -1,0 +1,260 @@
+//! The operator API (JSON, operator tokens only) and the console page, on the same
+//! server as `/mcp`. Routes (documented with examples in `docs/api.md`):
+//!
+//! | route | what |
+//! |---|---|
+//! | `GET /health` | `pendingApprovals`, `activeRuns`, uptime, version, confinement, audit log state |
+//! | `GET /api/runs`, `GET /api/runs/{id}` | each run's status (`running`, `awaiting-approval`, `idle`), role, calls; one run's todo list and recent calls |
+//! | `GET /api/approvals` | the requests waiting, oldest first |
+//! | `POST /api/approvals/{id}` | `{"decision": "approve" \| "decline"}`: first answer wins; later: 409 |
+//! | `GET /api/records` | the audit log, newest first: `tool`, `status`, `run`, `since`, `before`, `limit` |
+//! | `GET /api/events` | server-sent events: approvals requested and answered, calls started and finished, runs' status |
+//! | `GET /metrics` | Prometheus text |
+//! | `GET /` | the console (a static page; it signs in with an operator token kept in memory) |
+//!
+//! Every response carries `X-Content-Type-Options: nosniff`; the console's a strict
+//! Content-Security-Policy (scripts and styles from this server only, no inline script,
+//! no `eval`, no framing).
+
+use std::convert::Infallible;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures::stream::{self, Stream, StreamExt};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::tokens::Principal;
+use crate::Host;
+use crate::approvals::{Answered, ApprovalEvent};
+use crate::records::{Filter, Status};
+
+/// The security headers of every page and API answer.
+pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
+     img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// The operator routes and the console, for the router in [`super::http`].
+pub(crate) fn routes(host: Host) -> axum::Router {
+    axum::Router::new()
+        .route("/", get(console_page))
+        .route("/console.js", get(console_js))
+        .route("/console.css", get(console_css))
+        .route("/health", get(health))
+        .route("/metrics", get(metrics))
+        .route("/api/runs", get(runs))
+        .route("/api/runs/{id}", get(run))
+        .route("/api/approvals", get(approvals))
+        .route("/api/approvals/{id}", post(answer))
+        .route("/api/records", get(records))
+        .route("/api/events", get(events))
+        .with_state(host)
+}
+
+fn page(kind: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, kind),
+            (header::CONTENT_SECURITY_POLICY, CSP),
+            (header::X_FRAME_OPTIONS, "DENY"),
+            (header::REFERRER_POLICY, "no-referrer"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+async fn console_page() -> Response {
+    page("text/html; charset=utf-8", include_str!("console/index.html"))
+}
+
+async fn console_js() -> Response {
+    page("text/javascript; charset=utf-8", include_str!("console/console.js"))
+}
+
+async fn console_css() -> Response {
+    page("text/css; charset=utf-8", include_str!("console/console.css"))
+}
+
+/// A run's status: waiting on a person, working, or idle.
+fn status_of(host: &Host, run: &crate::observe::RunEntry) -> (&'static str, String) {
+    if let Some(summary) = host.approvals().awaiting_summary(&run.id) {
+        ("awaiting-approval", summary)
+    } else if run.active > 0 {
+        ("running", run.last_tool.clone())
+    } else {
+        ("idle", String::new())
+    }
+}
+
+fn run_json(host: &Host, r: &crate::observe::RunEntry) -> Value {
+    let (status, activity) = status_of(host, r);
+    json!({
+        "id": r.id, "status": status, "activity": activity, "role": r.role, "calls": r.calls,
+        "active": r.active, "last_tool": r.last_tool, "last_ms": r.last_ms,
+    })
+}
+
+async fn health(State(host): State<Host>) -> Json<Value> {
+    let audit = match host.audit_log() {
+        None => "off",
+        Some(l) if l.is_healthy() => "ok",
+        Some(_) => "unavailable",
+    };
+    Json(json!({
+        "pendingApprovals": host.approvals().pending_count(),
+        "activeRuns": host.observer().active_runs(),
+        "uptime_s": host.observer().uptime().as_secs_f64(),
+        "version": env!("CARGO_PKG_VERSION"),
+        "confinement": crate::confinement(),
+        "audit_log": audit,
+    }))
+}
+
+async fn metrics(State(host): State<Host>) -> Response {
+    let text = host.observer().metrics_text(host.approvals().pending_count());
+    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text).into_response()
+}
+
+async fn runs(State(host): State<Host>) -> Json<Value> {
+    Json(Value::Array(host.observer().runs().iter().map(|r| run_json(&host, r)).collect()))
+}
+
+async fn run(State(host): State<Host>, Path(id): Path<String>) -> Response {
+    let Some(r) = host.observer().run(&id) else {
+        return (StatusCode::NOT_FOUND, Json(json!({"error": format!("no run \"{id}\" on this host")})))
+            .into_response();
+    };
+    let mut doc = run_json(&host, &r);
+    let todos = host.run_state(&id, "notes", "todos").and_then(|t| serde_json::from_str::<Value>(&t).ok());
+    doc["todos"] = todos.unwrap_or(json!([]));
+    let recent = host
+        .audit_log()
+        .and_then(|l| l.read(&Filter { run: Some(id.clone()), last: Some(20), ..Default::default() }).ok())
+        .unwrap_or_default();
+    doc["recent_calls"] =
+        serde_json::to_value(recent.iter().rev().map(summary).collect::<Vec<_>>()).unwrap_or_default();
+    Json(doc).into_response()
+}
+
+/// A record as lists show it (the result itself left out).
+fn summary(r: &crate::CallRecord) -> Value {
+    json!({
+        "id": r.id, "run": r.run, "role": r.role, "tool": r.tool, "status": r.status, "preview": r.preview,
+        "duration_ms": r.duration_ms, "started_at_ms": r.started_at_ms, "error_kind": r.error_kind,
+        "approvals": r.approvals, "denials": r.denials,
+    })
+}
+
+async fn approvals(State(host): State<Host>) -> Json<Value> {
+    Json(serde_json::to_value(host.approvals().pending()).unwrap_or_default())
+}
+
+#[derive(Deserialize)]
+struct AnswerBody {
+    decision: String,
+}
+
+async fn answer(
+    State(host): State<Host>,
+    Path(id): Path<String>,
+    axum::Extension(who): axum::Extension<Principal>,
+    body: Result<Json<AnswerBody>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let approve = match body.as_ref().map(|b| b.decision.as_str()) {
+        Ok("approve") => true,
+        Ok("decline") => false,
+        _ => {
+            let e = json!({"error": "send {\"decision\": \"approve\"} or {\"decision\": \"decline\"}"});
+            return (StatusCode::BAD_REQUEST, Json(e)).into_response();
+        }
+    };
+    let by = format!("operator:{}", who.name);
+    match host.approvals().answer_by(&id, approve, &by) {
+        Answered::Applied => {
+            let decision = if approve { "approved" } else { "declined" };
+            (StatusCode::OK, Json(json!({"id": id, "decision": decision, "answered_by": by}))).into_response()
+        }
+        Answered::TooLate => {
+            let e = json!({"error": "that request was answered already, or timed out; this answer changed nothing"});
+            (StatusCode::CONFLICT, Json(e)).into_response()
+        }
+        Answered::Unknown => {
+            (StatusCode::NOT_FOUND, Json(json!({"error": format!("no approval request \"{id}\"")}))).into_response()
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct RecordQuery {
+    tool: Option<String>,
+    status: Option<String>,
+    run: Option<String>,
+    since: Option<u64>,
+    before: Option<u64>,
+    limit: Option<usize>,
+}
+
+async fn records(State(host): State<Host>, Query(q): Query<RecordQuery>) -> Response {
+    let status = match q.status.as_deref() {
+        None | Some("") => None,
+        Some("ok") => Some(Status::Ok),
+        Some("error") => Some(Status::Error),
+        Some("denied") => Some(Status::Denied),
+        Some("running") => Some(Status::Running),
+        Some(other) => {
+            let e = json!({"error": format!("status \"{other}\" is not ok, error, denied or running")});
+            return (StatusCode::BAD_REQUEST, Json(e)).into_response();
+        }
+    };
+    let Some(log) = host.audit_log() else { return Json(json!({"records": [], "next_before": null})).into_response() };
+    let filter =
+        Filter { status, tool: q.tool.filter(|t| !t.is_empty()), run: q.run.filter(|r| !r.is_empty()), last: None };
+    let all = match log.read(&filter) {
+        Ok(a) => a,
+        Err(e) => return (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": e.to_string()}))).into_response(),
+    };
+    let limit = q.limit.unwrap_or(50).clamp(1, 500);
+    let page: Vec<&crate::CallRecord> = all
+        .iter()
+        .rev()
+        .filter(|r| q.since.is_none_or(|s| r.started_at_ms >= s))
+        .filter(|r| q.before.is_none_or(|b| r.started_at_ms < b))
+        .take(limit + 1)
+        .collect();
+    let more = page.len() > limit;
+    let page = &page[..page.len().min(limit)];
+    let next = more.then(|| page.last().map(|r| r.started_at_ms)).flatten();
+    Json(json!({"records": page.iter().map(|r| summary(r)).collect::<Vec<_>>(), "next_before": next})).into_response()
+}
+
+/// The approvals broker's events in the stream's words; a request also changes its
+/// run's status.
+fn approval_events(ev: ApprovalEvent) -> Vec<Value> {
+    match ev {
+        ApprovalEvent::Requested { request, timeout_ms } => vec![
+            json!({"event": "run_status", "run": request.run, "status": "awaiting-approval"}),
+            json!({"event": "approval_requested", "request": request, "timeout_ms": timeout_ms}),
+        ],
+        ApprovalEvent::Resolved { id, run, decision, waited_ms } => vec![
+            json!({"event": "approval_resolved", "id": id, "run": run, "decision": decision, "waited_ms": waited_ms}),
+            json!({"event": "run_status", "run": run, "status": "running"}),
+        ],
+    }
+}
+
+async fn events(State(host): State<Host>) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+    use tokio_stream::wrappers::BroadcastStream;
+    let approvals = BroadcastStream::new(host.approvals().subscribe())
+        .filter_map(|e| async move { e.ok() })
+        .flat_map(|e| stream::iter(approval_events(e)));
+    let calls = BroadcastStream::new(host.observer().subscribe())
+        .filter_map(|e| async move { e.ok() })
+        .map(|e| serde_json::to_value(e).unwrap_or_default());
+    let merged = stream::select(approvals, calls).map(|v| Ok(SseEvent::default().data(v.to_string())));
+    Sse::new(merged).keep_alive(KeepAlive::default())
+}

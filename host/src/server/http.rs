@@ -1,0 +1,258 @@
+//! `cheng serve --http`: the MCP endpoint at `/mcp` (rmcp's streamable-HTTP transport)
+//! behind one gate that every request passes first:
+//!
+//! 1. `Host` must name this server (its bind address, `localhost`, `127.0.0.1`, `::1`,
+//!    or `[serve] allowed_hosts`), else 403 — a page on another site that rebinds a DNS
+//!    name to 127.0.0.1 cannot reach the server;
+//! 2. an `Origin`, when a browser sends one, must be this server's own or in
+//!    `[serve] allowed_origins`, else 403;
+//! 3. `/mcp` needs an agent's bearer token (`cheng token add --role R`), else 401; the
+//!    token's role is the only way a request gets one — nothing the client sends picks a
+//!    role. `/health`, `/metrics` and `/api/…` need an operator's token
+//!    (`cheng token add --operator`). Each kind is refused (403) where the other
+//!    belongs: an agent can never read the host's state or answer an approval, its own
+//!    included, and an operator calls no tool. The console's page itself is public
+//!    (it holds nothing until an operator signs in).
+//!
+//! Every refusal is appended to `<state dir>/access.jsonl` (when, from where, what,
+//! why, which token), and logged at `cheng::denials`. Request bodies are capped
+//! (`[serve] max_request_bytes`, 413 past it); idle sessions expire.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+
+use super::ServeError;
+use super::mcp::{ChengMcp, Connection};
+use super::tokens::{Kind, TokenStore};
+use crate::policy::ServeConfig;
+
+/// What the gate checks against.
+#[derive(Clone)]
+pub struct Gate {
+    tokens: TokenStore,
+    hosts: Arc<Vec<String>>,
+    origins: Arc<Vec<String>>,
+    access: PathBuf,
+}
+
+impl Gate {
+    /// The gate for a server bound to `addr`.
+    pub fn new(addr: SocketAddr, state_dir: &std::path::Path, config: &ServeConfig) -> Gate {
+        let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into(), "[::1]".into()];
+        hosts.push(addr.ip().to_string());
+        hosts.extend(config.allowed_hosts.iter().cloned());
+        let port = addr.port();
+        let mut origins: Vec<String> = hosts
+            .iter()
+            .map(|h| if h.contains(':') && !h.starts_with('[') { format!("[{h}]") } else { h.clone() })
+            .flat_map(|h| [format!("http://{h}:{port}"), format!("https://{h}:{port}")])
+            .collect();
+        origins.extend(config.allowed_origins.iter().cloned());
+        Gate {
+            tokens: TokenStore::new(state_dir),
+            hosts: Arc::new(hosts),
+            origins: Arc::new(origins),
+            access: state_dir.join("access.jsonl"),
+        }
+    }
+
+    /// The host named by `Host` (without its port).
+    fn host_allowed(&self, headers: &HeaderMap) -> bool {
+        let Some(h) = headers.get(header::HOST).and_then(|v| v.to_str().ok()) else { return false };
+        let name = if let Some(rest) = h.strip_prefix('[') {
+            format!("[{}]", rest.split(']').next().unwrap_or(""))
+        } else {
+            h.rsplit_once(':').map_or(h, |(n, _)| n).to_string()
+        };
+        self.hosts.iter().any(|a| a.eq_ignore_ascii_case(&name))
+    }
+
+    fn origin_allowed(&self, headers: &HeaderMap) -> bool {
+        match headers.get(header::ORIGIN).map(|v| v.to_str()) {
+            None => true,
+            Some(Ok(o)) => self.origins.iter().any(|a| a.eq_ignore_ascii_case(o)),
+            Some(Err(_)) => false,
+        }
+    }
+
+    /// Append one refusal to the access log and the log.
+    fn refuse(&self, status: StatusCode, from: SocketAddr, req: &Request, why: &str, token: Option<&str>) -> Response {
+        let line = serde_json::json!({
+            "time_ms": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
+            "remote": from.to_string(),
+            "method": req.method().as_str(),
+            "path": req.uri().path(),
+            "status": status.as_u16(),
+            "reason": why,
+            "token": token,
+        });
+        tracing::info!(target: "cheng::denials", remote = %from, status = status.as_u16(), "{why}");
+        use std::io::Write as _;
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.access)
+            .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
+        if let Err(e) = written {
+            tracing::error!(target: "cheng::records", "cannot append to {}: {e}", self.access.display());
+        }
+        let mut resp = (status, format!("{why}\n")).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            resp.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer realm=\"cheng\""));
+        }
+        resp
+    }
+}
+
+/// Who may use a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// The console's static files: anyone the Host and Origin checks let through.
+    Public,
+    /// `/mcp`: agent tokens.
+    Agent,
+    /// `/health`, `/metrics`, `/api/…`: operator tokens.
+    Operator,
+}
+
+fn access(path: &str) -> Access {
+    if path == "/mcp" || path.starts_with("/mcp/") {
+        Access::Agent
+    } else if path == "/health" || path == "/metrics" || path.starts_with("/api/") || path == "/api" {
+        Access::Operator
+    } else {
+        Access::Public
+    }
+}
+
+/// The gate, as middleware in front of every route.
+async fn gate_fn(
+    State(gate): State<Gate>,
+    ConnectInfo(from): ConnectInfo<SocketAddr>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    if !gate.host_allowed(req.headers()) {
+        return gate.refuse(
+            StatusCode::FORBIDDEN,
+            from,
+            &req,
+            "Forbidden: the Host header does not name this server",
+            None,
+        );
+    }
+    if !gate.origin_allowed(req.headers()) {
+        return gate.refuse(
+            StatusCode::FORBIDDEN,
+            from,
+            &req,
+            "Forbidden: requests from this Origin are not accepted",
+            None,
+        );
+    }
+    let needs = access(req.uri().path());
+    if needs == Access::Public {
+        return next.run(req).await;
+    }
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .map(str::to_string);
+    let Some(presented) = presented else {
+        return gate.refuse(
+            StatusCode::UNAUTHORIZED,
+            from,
+            &req,
+            "a bearer token is required (cheng token add --role R)",
+            None,
+        );
+    };
+    let who = match gate.tokens.verify(&presented) {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::error!(target: "cheng::server", "{e}");
+            return (StatusCode::INTERNAL_SERVER_ERROR, "the token store cannot be read\n").into_response();
+        }
+    };
+    let Some(who) = who else {
+        return gate.refuse(
+            StatusCode::UNAUTHORIZED,
+            from,
+            &req,
+            "the bearer token is not valid (unknown or revoked)",
+            None,
+        );
+    };
+    match (needs, who.kind) {
+        (Access::Agent, Kind::Operator) => {
+            let name = who.name.clone();
+            return gate.refuse(StatusCode::FORBIDDEN, from, &req, "an operator token cannot call tools", Some(&name));
+        }
+        (Access::Operator, Kind::Agent) => {
+            let name = who.name.clone();
+            let why = "an agent token cannot read the host's state or answer approvals";
+            return gate.refuse(StatusCode::FORBIDDEN, from, &req, why, Some(&name));
+        }
+        _ => {}
+    }
+    req.extensions_mut().insert(Connection(from.to_string()));
+    req.extensions_mut().insert(who);
+    next.run(req).await
+}
+
+/// Whether `addr` may be served on: loopback always; anything else only with
+/// `allow_remote` (a TLS-terminating proxy in front), since tokens travel in clear text.
+pub fn check_bind(addr: SocketAddr, allow_remote: bool) -> Result<(), ServeError> {
+    if addr.ip().is_loopback() || allow_remote {
+        return Ok(());
+    }
+    Err(ServeError::Remote(format!(
+        "refusing to serve on {addr}: it is not a loopback address, and bearer tokens would cross the network in \
+         clear text. Put a TLS-terminating proxy in front and pass --allow-remote, or bind 127.0.0.1"
+    )))
+}
+
+/// Serve `mcp` over streamable HTTP, the operator API and the console on `listener`
+/// until `shutdown` fires.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    host: crate::Host,
+    mcp: ChengMcp,
+    gate: Gate,
+    config: &ServeConfig,
+    shutdown: CancellationToken,
+) -> Result<(), ServeError> {
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(Duration::from_millis(config.idle_session_ms.max(1000)));
+    let http_config = StreamableHttpServerConfig::default()
+        // The gate checks Host and Origin (and answers 403 before any token is looked at).
+        .disable_allowed_hosts()
+        .with_max_request_body_bytes(config.max_request_bytes)
+        .with_cancellation_token(shutdown.child_token());
+    let service = StreamableHttpService::new(move || Ok(mcp.clone()), Arc::new(sessions), http_config);
+    let app = super::api::routes(host)
+        .nest_service("/mcp", service)
+        .layer(middleware::from_fn_with_state(gate, gate_fn))
+        .layer(axum::middleware::map_response(|mut r: Response| async move {
+            r.headers_mut().insert(header::X_CONTENT_TYPE_OPTIONS, header::HeaderValue::from_static("nosniff"));
+            r
+        }));
+    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
+        .await
+        .map_err(ServeError::Io)
+}

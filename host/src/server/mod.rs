@@ -1,0 +1,141 @@
+//! `cheng serve`: the host as an MCP server, over stdio (what local clients launch) and
+//! streamable HTTP at `/mcp`, in one process if asked. The server adds transports and
+//! credentials, never policy: every tool call is one [`crate::Host::call`].
+//!
+//! - [`mcp`]: the MCP handler (tools per role, calls, progress, cancellation, limits);
+//! - [`http`]: the HTTP gate (Host, Origin, bearer token → role) and the axum server;
+//! - [`tokens`]: the bearer tokens (hashed, constant-time, revocable);
+//! - [`approver`]: approvals answered through the client, as elicitations;
+//! - `api`: the operator API and the console page (see `docs/api.md`);
+//! - [`socket`]: `cheng approvals` / `approve` / `decline` on a Unix socket.
+//!
+//! # Example
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use cheng_host::server::{ServeOptions, serve};
+//!
+//! let host = cheng_host::HostBuilder::new().build().await?;
+//! let opts = ServeOptions {
+//!     stdio: false,
+//!     http: Some("127.0.0.1:8931".parse()?),
+//!     allow_remote: false,
+//!     workspace: "/path/to/project".into(),
+//!     role: "developer".into(),
+//!     state_dir: "/var/lib/cheng".into(),
+//! };
+//! serve(host, opts, None, tokio_util::sync::CancellationToken::new()).await?;
+//! # Ok(()) }
+//! ```
+
+pub(crate) mod api;
+pub mod approver;
+pub mod http;
+pub mod mcp;
+pub mod socket;
+pub mod tokens;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rmcp::ServiceExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::Host;
+
+/// What to serve.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Speak MCP on stdin and stdout.
+    pub stdio: bool,
+    /// Serve streamable HTTP on this address, at `/mcp`.
+    pub http: Option<SocketAddr>,
+    /// Allow a non-loopback HTTP address (with TLS in front).
+    pub allow_remote: bool,
+    /// The workspace tools work in.
+    pub workspace: PathBuf,
+    /// The role of the stdio client.
+    pub role: String,
+    /// The state directory (tokens, access log).
+    pub state_dir: PathBuf,
+}
+
+/// Why serving stopped or could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A socket or stream failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// A non-loopback address without `--allow-remote`.
+    #[error("{0}")]
+    Remote(String),
+    /// The MCP session over stdio failed.
+    #[error("the MCP session over stdio failed: {0}")]
+    Stdio(String),
+}
+
+/// Serve until `shutdown` fires — or, with stdio, until the stdio client goes away.
+/// `approver`: the client-elicitation approval path, when the host's approver includes
+/// it.
+pub async fn serve(
+    host: Host,
+    opts: ServeOptions,
+    approver: Option<Arc<approver::ClientApprover>>,
+    shutdown: CancellationToken,
+) -> Result<(), ServeError> {
+    let config = host.config().serve.clone();
+    let mut tasks = tokio::task::JoinSet::new();
+    if let Some(addr) = opts.http {
+        http::check_bind(addr, opts.allow_remote)?;
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let bound = listener.local_addr()?;
+        eprintln!("cheng: serving MCP over HTTP at http://{bound}/mcp");
+        let mcp = mcp::ChengMcp::new(host.clone(), opts.workspace.clone(), None, config.clone(), approver.clone());
+        eprintln!(
+            "cheng: operator console at http://{bound}/ (sign in with an operator token: cheng token add --operator)"
+        );
+        let gate = http::Gate::new(bound, &opts.state_dir, &config);
+        let (cfg, stop, h) = (config.clone(), shutdown.clone(), host.clone());
+        tasks.spawn(async move { http::serve(listener, h, mcp, gate, &cfg, stop).await });
+    }
+    if opts.stdio {
+        let mcp =
+            mcp::ChengMcp::new(host.clone(), opts.workspace.clone(), Some(opts.role.clone()), config.clone(), approver);
+        let stop = shutdown.clone();
+        tasks.spawn(async move {
+            let running = mcp
+                .serve_with_ct(rmcp::transport::stdio(), stop.child_token())
+                .await
+                .map_err(|e| ServeError::Stdio(e.to_string()))?;
+            let ended = running.waiting().await.map_err(|e| ServeError::Stdio(e.to_string()));
+            // The stdio client launched this process: when it goes, everything stops.
+            stop.cancel();
+            ended.map(|_| ())
+        });
+    }
+    {
+        let (h, dir, stop) = (host.clone(), opts.state_dir.clone(), shutdown.clone());
+        tasks.spawn(async move {
+            // Without the socket, approvals still come through the client, the API and
+            // the console: a warning, not a reason to stop serving.
+            if let Err(e) = socket::serve(h, &dir, stop).await {
+                tracing::warn!(target: "cheng::server", "the approvals socket in {}: {e}", socket::dir(&dir).display());
+                eprintln!("cheng: warning: no approvals socket ({e}); `cheng approve` will not reach this server");
+            }
+            Ok(())
+        });
+    }
+    let mut first_error = None;
+    while let Some(done) = tasks.join_next().await {
+        let r = done.unwrap_or_else(|e| Err(ServeError::Stdio(format!("a server task failed: {e}"))));
+        if let Err(e) = r {
+            shutdown.cancel();
+            first_error.get_or_insert(e);
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,148 @@
+//! Approvals from another terminal on the same machine: `cheng approvals` lists what
+//! waits, `cheng approve ID` and `cheng decline ID` answer, by talking to the running
+//! `cheng serve` processes of a state directory. Each server listens on its own Unix
+//! socket, `<state dir>/approvals/<pid>.sock` — several stdio servers (one per client
+//! window) can share a state directory — and the CLI asks every live one. The sockets
+//! are the operator's alone (directory 0700, socket 0600, and every connection's peer
+//! must be the same user); the broker's rules hold — the first answer wins, a late one
+//! changes nothing — and each answer is recorded as `socket:uid <n>`.
+//!
+//! The protocol is one JSON line each way: `{"op": "list"}` answers with the pending
+//! requests; `{"op": "answer", "id": "…", "approve": true}` with
+//! `{"result": "applied" | "too_late" | "unknown"}`.
+
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio_util::sync::CancellationToken;
+
+use crate::Host;
+use crate::approvals::Answered;
+
+/// The directory of the servers' sockets in `state_dir`.
+pub fn dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("approvals")
+}
+
+/// Longest request line accepted.
+const MAX_LINE: usize = 64 << 10;
+
+/// Listen on this process's socket until `shutdown` fires; the socket file is removed
+/// at the end. Sockets left by servers that died are removed first.
+pub async fn serve(host: Host, state_dir: &Path, shutdown: CancellationToken) -> std::io::Result<()> {
+    let dir = dir(state_dir);
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir)?;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+    for stale in sockets(&dir) {
+        if UnixStream::connect(&stale).await.is_err() {
+            let _ = std::fs::remove_file(&stale);
+        }
+    }
+    let at = dir.join(format!("{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&at);
+    let listener = UnixListener::bind(&at)?;
+    std::fs::set_permissions(&at, std::fs::Permissions::from_mode(0o600))?;
+    // SAFETY: getuid has no failure mode and no memory effects.
+    let me = unsafe { libc::getuid() };
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = shutdown.cancelled() => break,
+        };
+        let Ok((stream, _)) = accepted else { continue };
+        let uid = stream.peer_cred().map(|c| c.uid()).ok();
+        if uid != Some(me) {
+            tracing::info!(target: "cheng::denials", ?uid, "approvals socket: a connection from another user refused");
+            continue;
+        }
+        let host = host.clone();
+        tokio::spawn(async move {
+            let _ = handle(host, stream, me).await;
+        });
+    }
+    let _ = std::fs::remove_file(&at);
+    Ok(())
+}
+
+/// The socket files in `dir`, oldest name first.
+fn sockets(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sock"))
+        .collect();
+    found.sort();
+    found
+}
+
+async fn handle(host: Host, stream: UnixStream, uid: u32) -> std::io::Result<()> {
+    let (read, mut write) = stream.into_split();
+    let mut line = String::new();
+    let mut reader = BufReader::new(read).take(MAX_LINE as u64);
+    reader.read_line(&mut line).await?;
+    let reply = match serde_json::from_str::<Value>(&line) {
+        Ok(req) => match req["op"].as_str() {
+            Some("list") => json!({"pending": host.approvals().pending()}),
+            Some("answer") => match (req["id"].as_str(), req["approve"].as_bool()) {
+                (Some(id), Some(approve)) => {
+                    let result = match host.approvals().answer_by(id, approve, &format!("socket:uid {uid}")) {
+                        Answered::Applied => "applied",
+                        Answered::TooLate => "too_late",
+                        Answered::Unknown => "unknown",
+                    };
+                    json!({"result": result})
+                }
+                _ => json!({"error": "answer needs \"id\" and \"approve\""}),
+            },
+            _ => json!({"error": "op must be \"list\" or \"answer\""}),
+        },
+        Err(e) => json!({"error": format!("not a JSON request: {e}")}),
+    };
+    write.write_all(format!("{reply}\n").as_bytes()).await
+}
+
+/// Why the CLI's request could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// Nothing listens on the socket.
+    #[error("no `cheng serve` is running for this state directory ({0}): start one, or pass its --state-dir")]
+    NotRunning(String),
+    /// The exchange failed.
+    #[error("the approvals socket: {0}")]
+    Io(#[from] std::io::Error),
+    /// The answer was not JSON.
+    #[error("the approvals socket answered something that is not JSON: {0}")]
+    Garbled(String),
+}
+
+/// Send one request to every live server of `state_dir` and merge the replies: the
+/// pending requests of all of them; for an answer, the server that knew the id.
+pub async fn request(state_dir: &Path, req: &Value) -> Result<Value, ClientError> {
+    let dir = dir(state_dir);
+    let mut replies = Vec::new();
+    for at in sockets(&dir) {
+        let Ok(mut stream) = UnixStream::connect(&at).await else { continue };
+        stream.write_all(format!("{req}\n").as_bytes()).await?;
+        let mut line = String::new();
+        BufReader::new(stream).read_line(&mut line).await?;
+        replies.push(serde_json::from_str::<Value>(&line).map_err(|_| ClientError::Garbled(line))?);
+    }
+    if replies.is_empty() {
+        return Err(ClientError::NotRunning(dir.display().to_string()));
+    }
+    if let Some(e) = replies.iter().find(|r| r.get("error").is_some()) {
+        return Ok(e.clone());
+    }
+    if req["op"] == "list" {
+        let pending: Vec<Value> =
+            replies.iter().flat_map(|r| r["pending"].as_array().cloned().unwrap_or_default()).collect();
+        return Ok(json!({"pending": pending}));
+    }
+    // Ids are unique across servers: at most one knows it.
+    Ok(replies.into_iter().find(|r| r["result"] != "unknown").unwrap_or_else(|| json!({"result": "unknown"})))
+}

@@ -1,0 +1,313 @@
+//! The operator side of `cheng serve`: every API route with its refusals (no token, an
+//! agent's token, the wrong method, an unknown id, a second answer, an answer after the
+//! timeout), the Unix socket, and the console in a real headless Chromium
+//! (`tests/browser/console.mjs`, playwright-core driving Debian's chromium): a card an
+//! MCP client's call raised appears without a reload, Approve lets the call finish with
+//! the command's output, Decline gives the declined result, and a card full of markup,
+//! ANSI escapes and a right-to-left override is shown as inert text.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::streamable_http_client::{StreamableHttpClientTransport, StreamableHttpClientTransportConfig};
+use serde_json::{Value, json};
+
+use crate::serve::{Server, Setup, setup};
+use crate::util;
+
+type Client = rmcp::service::RunningService<rmcp::RoleClient, ()>;
+
+async fn mcp(server: &Server, token: &str) -> Client {
+    let config = StreamableHttpClientTransportConfig::with_uri(server.url()).auth_header(token.to_string());
+    ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap()
+}
+
+/// Start a call of `workspace_shell` with `args` for `echo` in the background.
+fn shell_call(client: &std::sync::Arc<Client>, args: Vec<String>) -> tokio::task::JoinHandle<Value> {
+    let c = client.clone();
+    tokio::spawn(async move {
+        let p = CallToolRequestParams::new("workspace_shell").with_arguments(
+            json!({"command": "echo", "args": args, "purpose": "a console test"}).as_object().cloned().unwrap(),
+        );
+        let r = c.call_tool(p).await.unwrap();
+        json!({"is_error": r.is_error, "structured": r.structured_content})
+    })
+}
+
+/// An API request with an optional bearer token: (status, JSON body or null).
+async fn api(server: &Server, method: &str, path: &str, token: Option<&str>, body: Option<Value>) -> (u16, Value) {
+    let client = reqwest::Client::new();
+    let mut req = client.request(method.parse().unwrap(), format!("http://{}{path}", server.addr));
+    if let Some(t) = token {
+        req = req.header("Authorization", format!("Bearer {t}"));
+    }
+    if let Some(b) = body {
+        req = req.header("Content-Type", "application/json").body(b.to_string());
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.text().await.unwrap_or_default();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+async fn wait_pending(server: &Server, op: &str, n: usize) -> Vec<Value> {
+    for _ in 0..200 {
+        let (_, list) = api(server, "GET", "/api/approvals", Some(op), None).await;
+        if list.as_array().is_some_and(|l| l.len() >= n) {
+            return list.as_array().unwrap().clone();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no approval request appeared");
+}
+
+fn servers(s: &Setup) -> (Server, String, String) {
+    let server = s.http();
+    let op = s.token(None, "alice");
+    let agent = s.token(Some("developer"), "agent");
+    (server, op, agent)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_route_answers_the_operator_and_refuses_everyone_else() {
+    let s = setup("[approvals]\ntimeout_ms = 1500\n");
+    let (server, op, agent) = servers(&s);
+    // No token, an agent's token: refused on every route.
+    for path in ["/health", "/metrics", "/api/runs", "/api/approvals", "/api/records", "/api/events", "/api/runs/x"] {
+        assert_eq!(api(&server, "GET", path, None, None).await.0, 401, "{path}");
+        assert_eq!(api(&server, "GET", path, Some(&agent), None).await.0, 403, "{path}");
+    }
+    // An agent can never answer an approval, its own included.
+    let client = std::sync::Arc::new(mcp(&server, &agent).await);
+    let call = shell_call(&client, vec!["one".into()]);
+    let pending = wait_pending(&server, &op, 1).await;
+    let id = pending[0]["request"]["id"].as_str().unwrap().to_string();
+    let path = format!("/api/approvals/{id}");
+    assert_eq!(api(&server, "POST", &path, Some(&agent), Some(json!({"decision": "approve"}))).await.0, 403);
+    assert_eq!(api(&server, "POST", &path, None, Some(json!({"decision": "approve"}))).await.0, 401);
+    // Health and runs while it waits: the run says awaiting-approval, with the card's summary.
+    let (_, health) = api(&server, "GET", "/health", Some(&op), None).await;
+    assert_eq!(health["pendingApprovals"], 1, "{health}");
+    assert_eq!(health["audit_log"], "ok");
+    let (_, runs) = api(&server, "GET", "/api/runs", Some(&op), None).await;
+    let run =
+        runs.as_array().unwrap().iter().find(|r| r["status"] == "awaiting-approval").expect("an awaiting run").clone();
+    assert!(run["activity"].as_str().unwrap().starts_with("echo one"), "{run}");
+    // Wrong method, a bad body, an unknown id.
+    assert_eq!(api(&server, "GET", &path, Some(&op), None).await.0, 405);
+    assert_eq!(api(&server, "POST", &path, Some(&op), Some(json!({"decision": "maybe"}))).await.0, 400);
+    assert_eq!(
+        api(&server, "POST", "/api/approvals/nope", Some(&op), Some(json!({"decision": "approve"}))).await.0,
+        404
+    );
+    // The operator's answer applies; a second answer is 409 and changes nothing.
+    let (code, doc) = api(&server, "POST", &path, Some(&op), Some(json!({"decision": "approve"}))).await;
+    assert_eq!((code, doc["answered_by"].as_str()), (200, Some("operator:alice")), "{doc}");
+    assert_eq!(api(&server, "POST", &path, Some(&op), Some(json!({"decision": "decline"}))).await.0, 409);
+    let out = call.await.unwrap();
+    assert_eq!(out["structured"]["stdout"], "one\n", "{out}");
+    // An answer after the timeout: 409, and the call got the declined result.
+    let late = shell_call(&client, vec!["two".into()]);
+    let id = wait_pending(&server, &op, 1).await[0]["request"]["id"].as_str().unwrap().to_string();
+    let out = late.await.unwrap();
+    assert_eq!(out["is_error"], true, "{out}");
+    let (code, _) =
+        api(&server, "POST", &format!("/api/approvals/{id}"), Some(&op), Some(json!({"decision": "approve"}))).await;
+    assert_eq!(code, 409);
+    // Records, newest first, filterable, paginated; the answer is on record with who gave it.
+    let (_, recs) = api(&server, "GET", "/api/records?tool=workspace_shell&limit=1", Some(&op), None).await;
+    assert_eq!(recs["records"].as_array().unwrap().len(), 1);
+    assert!(recs["next_before"].is_u64(), "{recs}");
+    let (_, older) = api(
+        &server,
+        "GET",
+        &format!("/api/records?tool=workspace_shell&limit=5&before={}", recs["next_before"]),
+        Some(&op),
+        None,
+    )
+    .await;
+    let answered = &older["records"][0]["approvals"][0];
+    assert_eq!(answered["answered_by"], "operator:alice", "{older}");
+    assert_eq!(api(&server, "GET", "/api/records?status=bogus", Some(&op), None).await.0, 400);
+    // A run by id, with its calls; an unknown one is 404.
+    let (code, one) = api(&server, "GET", &format!("/api/runs/{}", run["id"].as_str().unwrap()), Some(&op), None).await;
+    assert_eq!(code, 200);
+    assert!(one["recent_calls"].as_array().unwrap().len() >= 2, "{one}");
+    assert_eq!(api(&server, "GET", "/api/runs/no-such-run", Some(&op), None).await.0, 404);
+    // Metrics in Prometheus text.
+    let text = reqwest::Client::new()
+        .get(format!("http://{}/metrics", server.addr))
+        .bearer_auth(&op)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(text.contains("cheng_calls_total{tool=\"workspace_shell\",status=\"ok\"} 1"), "{text}");
+    assert!(text.contains("cheng_approvals_answered_total{decision=\"timed_out\"} 1"), "{text}");
+    // The console's page: public, with its security headers.
+    let resp = reqwest::Client::new().get(format!("http://{}/", server.addr)).send().await.unwrap();
+    let csp = resp.headers()["content-security-policy"].to_str().unwrap().to_string();
+    assert!(
+        csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'") && !csp.contains("unsafe"),
+        "{csp}"
+    );
+    assert_eq!(resp.headers()["x-content-type-options"], "nosniff");
+    if let Ok(client) = std::sync::Arc::try_unwrap(client) {
+        let _ = client.cancel().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_event_stream_tells_every_console() {
+    let s = setup("");
+    let (server, op, agent) = servers(&s);
+    let resp =
+        reqwest::Client::new().get(format!("http://{}/api/events", server.addr)).bearer_auth(&op).send().await.unwrap();
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    let client = std::sync::Arc::new(mcp(&server, &agent).await);
+    let call = shell_call(&client, vec!["streamed".into()]);
+    use futures::StreamExt as _;
+    let mut stream = resp.bytes_stream();
+    let mut seen = String::new();
+    let mut id = None;
+    while let Ok(Some(Ok(chunk))) = tokio::time::timeout(Duration::from_secs(20), stream.next()).await {
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+        if id.is_none() {
+            if let Some(at) = seen.find("\"approval_requested\"") {
+                let rest = &seen[at..];
+                let start = rest.find("\"id\":\"").unwrap() + 6;
+                id = Some(rest[start..start + rest[start..].find('"').unwrap()].to_string());
+                let path = format!("/api/approvals/{}", id.as_ref().unwrap());
+                assert_eq!(api(&server, "POST", &path, Some(&op), Some(json!({"decision": "approve"}))).await.0, 200);
+            }
+        }
+        if seen.contains("\"call_finished\"") && seen.contains("\"status\":\"idle\"") {
+            break;
+        }
+    }
+    for event in
+        ["call_started", "run_status", "awaiting-approval", "approval_requested", "approval_resolved", "call_finished"]
+    {
+        assert!(seen.contains(event), "{event} missing from the stream:\n{seen}");
+    }
+    assert_eq!(call.await.unwrap()["structured"]["stdout"], "streamed\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_socket_answers_from_another_terminal() {
+    let s = setup("[approvals]\ntimeout_ms = 60000\n");
+    let (server, op, agent) = servers(&s);
+    let client = std::sync::Arc::new(mcp(&server, &agent).await);
+    let call = shell_call(&client, vec!["socket".into()]);
+    wait_pending(&server, &op, 1).await;
+    // `cheng approvals` lists it; `cheng approve ID` answers it.
+    let out = s.cheng().arg("approvals").output().unwrap();
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = list["pending"][0]["request"]["id"].as_str().unwrap().to_string();
+    let out = s.cheng().args(["approve", &id]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(call.await.unwrap()["structured"]["stdout"], "socket\n");
+    // A second answer is too late (exit 1); an unknown id is a usage error (64).
+    assert_eq!(s.cheng().args(["decline", &id]).output().unwrap().status.code(), Some(1));
+    assert_eq!(s.cheng().args(["decline", "nope"]).output().unwrap().status.code(), Some(64));
+    // The socket is the operator's alone: in a 0700 directory, itself 0600.
+    let mode = |p: &std::path::Path| {
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).unwrap().permissions()) & 0o777
+    };
+    let dir = cheng_host::server::socket::dir(s.state.path());
+    assert_eq!(mode(&dir), 0o700);
+    let socks: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(socks.len(), 1, "{socks:?}");
+    assert_eq!(mode(&socks[0]), 0o600);
+    let recs = cheng_host::records::read_log(&s.state.path().join("audit.jsonl"), &Default::default()).unwrap();
+    assert!(
+        recs.iter()
+            .any(|r| r.approvals.iter().any(|a| a.answered_by.as_deref().is_some_and(|b| b.starts_with("socket:"))))
+    );
+}
+
+/// The browser driver's next answer.
+async fn said(rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> Value {
+    let line = tokio::time::timeout(Duration::from_secs(60), rx.recv())
+        .await
+        .expect("the browser answers")
+        .unwrap_or_default();
+    serde_json::from_str(&line).unwrap_or_else(|_| panic!("the browser said: {line}"))
+}
+
+fn chromium() -> bool {
+    let runner = util::target_dir().join("test-runners/node_modules/playwright-core/package.json");
+    let ok = std::path::Path::new("/usr/bin/chromium").exists() && runner.exists();
+    util::require("Chromium and playwright-core (.ci/run installs both)", ok)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_console_in_a_real_browser_approves_declines_and_shows_hostile_cards_as_text() {
+    if !chromium() {
+        return;
+    }
+    let s = setup("");
+    let (server, op, agent) = servers(&s);
+    let shot = util::target_dir().join("console-screenshot.png");
+    let mut browser = Command::new("node")
+        .arg(util::repo().join("tests/browser/console.mjs"))
+        .arg(format!("http://{}/", server.addr))
+        .arg(&op)
+        .arg(&shot)
+        .env("PLAYWRIGHT_CORE", util::target_dir().join("test-runners/node_modules/playwright-core/index.mjs"))
+        .current_dir(util::target_dir().join("test-runners"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut to = browser.stdin.take().unwrap();
+    let from = BufReader::new(browser.stdout.take().unwrap());
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in from.lines() {
+            let _ = tx.send(line.unwrap_or_default());
+        }
+    });
+    assert_eq!(said(&mut rx).await["ready"], true);
+    let client = std::sync::Arc::new(mcp(&server, &agent).await);
+    // Approve: the card appears without a reload, and the MCP call completes with the output.
+    let call = shell_call(&client, vec!["from-the-console".into()]);
+    writeln!(to, "approve").unwrap();
+    let card = said(&mut rx).await;
+    assert!(card["summary"].as_str().unwrap().starts_with("echo from-the-console"), "{card}");
+    assert!(card["detail"].as_str().unwrap().contains("(in "), "{card}");
+    assert_eq!(call.await.unwrap()["structured"]["stdout"], "from-the-console\n");
+    // Decline: the declined result.
+    let call = shell_call(&client, vec!["declined-here".into()]);
+    writeln!(to, "decline").unwrap();
+    let card = said(&mut rx).await;
+    assert!(card["errors"].as_array().unwrap().is_empty(), "{card}");
+    let out = call.await.unwrap();
+    assert_eq!(out["is_error"], true);
+    assert!(out["structured"]["error"].as_str().unwrap().contains("declined"), "{out}");
+    // A hostile card: markup, a closing script tag, an ANSI escape, a right-to-left override.
+    let nasty =
+        "<img src=x onerror=window.__pwned=1></script><script>window.__pwned=1</script>\u{1b}[31mred\u{202e}txt.exe";
+    let call = shell_call(&client, vec![nasty.into()]);
+    writeln!(to, "inspect").unwrap();
+    let card = said(&mut rx).await;
+    assert_eq!(card["pwned"], false, "a script in the card ran: {card}");
+    assert_eq!(card["images"], 0, "markup in the card became elements: {card}");
+    let detail = card["detail"].as_str().unwrap();
+    assert!(detail.contains("<img src=x onerror=") && detail.contains("</script>"), "{detail}");
+    assert!(detail.contains("\\u{1b}[31m") && detail.contains("\\u{202e}"), "{detail}");
+    assert!(!detail.contains('\u{202e}') && !detail.contains('\u{1b}'));
+    assert!(shot.exists(), "the screenshot");
+    let _ = call.await;
+    writeln!(to, "quit").unwrap();
+    drop(to);
+    let _ = browser.wait();
+    if let Ok(client) = std::sync::Arc::try_unwrap(client) {
+        let _ = client.cancel().await;
+    }
+}
