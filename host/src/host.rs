@@ -108,6 +108,11 @@ impl Host {
         &self.inner.load_errors
     }
 
+    /// Whether a tool of this name is registered (without building every tool's info).
+    pub fn has_tool(&self, name: &str) -> bool {
+        self.inner.registry.get(name).is_some()
+    }
+
     /// Every registered tool.
     pub fn tools(&self) -> Vec<ToolInfo> {
         self.inner

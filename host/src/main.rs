@@ -201,8 +201,13 @@ fn main() -> ExitCode {
     };
     init_logging();
     // One call per process: a current-thread runtime starts fastest (blocking work still
-    // gets its own threads).
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    // gets its own threads). A server takes every core.
+    let built = if matches!(cli.command, Command::Serve { .. }) {
+        tokio::runtime::Builder::new_multi_thread().enable_all().build()
+    } else {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()
+    };
+    let rt = match built {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("cheng: cannot start the async runtime: {e}");
@@ -432,10 +437,8 @@ async fn run(cli: Cli) -> Result<u8> {
             if let Some(c) = &client_approver {
                 paths.push(c.clone());
             }
-            if !stdio_used {
-                if let Some(t) = tty::TtyApprover::open() {
-                    paths.push(Arc::new(t));
-                }
+            if !stdio_used && let Some(t) = tty::TtyApprover::open() {
+                paths.push(Arc::new(t));
             }
         }
         builder.approver(Arc::new(cheng_host::approvals::FirstAnswer(paths)));

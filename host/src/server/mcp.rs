@@ -215,7 +215,7 @@ impl ServerHandler for ChengMcp {
     ) -> Result<CallToolResponse, ErrorData> {
         let p = self.principal(&cx)?;
         let name = request.name.to_string();
-        if !self.inner.host.tools().iter().any(|t| t.name == name) {
+        if !self.inner.host.has_tool(&name) {
             return Err(ErrorData::invalid_params(format!("Unknown tool: {name}"), None));
         }
         let run = self.run(&cx);
