@@ -86,7 +86,9 @@ async fn main() {
     let read = serde_json::json!({"path": "one-k.txt"});
 
     // Over stdio.
-    let child = TokioChildProcess::new(cheng(state.path(), ws.path()).arg("serve")).unwrap();
+    let mut cmd = cheng(state.path(), ws.path());
+    cmd.arg("serve");
+    let child = TokioChildProcess::new(cmd).unwrap();
     let stdio: Client = ().serve(child).await.unwrap();
     timed(&stdio, "read_file", read.clone(), 50).await;
     let ours_stdio = report("cheng serve (stdio) read_file 1 KB", timed(&stdio, "read_file", read.clone(), n).await);

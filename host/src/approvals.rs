@@ -366,7 +366,7 @@ impl Broker {
                 waited_ms: p.started.elapsed().as_millis() as u64,
             })
             .collect();
-        list.sort_by(|a, b| b.waited_ms.cmp(&a.waited_ms));
+        list.sort_by_key(|a| std::cmp::Reverse(a.waited_ms));
         list
     }
 
@@ -450,10 +450,10 @@ impl Broker {
             let mut r = self.inner.resolved.lock().unwrap_or_else(|p| p.into_inner());
             r.0.push_back(req.id.clone());
             r.1.insert(req.id.clone());
-            if r.0.len() > REMEMBERED {
-                if let Some(old) = r.0.pop_front() {
-                    r.1.remove(&old);
-                }
+            if r.0.len() > REMEMBERED
+                && let Some(old) = r.0.pop_front()
+            {
+                r.1.remove(&old);
             }
         }
         let _ = self.inner.events.send(ApprovalEvent::Resolved {

@@ -244,7 +244,7 @@ impl Observer {
     /// Every run seen, most recently active first.
     pub fn runs(&self) -> Vec<RunEntry> {
         let mut list: Vec<RunEntry> = self.runs_lock().values().cloned().collect();
-        list.sort_by(|a, b| b.last_ms.cmp(&a.last_ms));
+        list.sort_by_key(|a| std::cmp::Reverse(a.last_ms));
         list
     }
 

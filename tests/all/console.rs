@@ -177,14 +177,14 @@ async fn the_event_stream_tells_every_console() {
     let mut id = None;
     while let Ok(Some(Ok(chunk))) = tokio::time::timeout(Duration::from_secs(20), stream.next()).await {
         seen.push_str(&String::from_utf8_lossy(&chunk));
-        if id.is_none() {
-            if let Some(at) = seen.find("\"approval_requested\"") {
-                let rest = &seen[at..];
-                let start = rest.find("\"id\":\"").unwrap() + 6;
-                id = Some(rest[start..start + rest[start..].find('"').unwrap()].to_string());
-                let path = format!("/api/approvals/{}", id.as_ref().unwrap());
-                assert_eq!(api(&server, "POST", &path, Some(&op), Some(json!({"decision": "approve"}))).await.0, 200);
-            }
+        if id.is_none()
+            && let Some(at) = seen.find("\"approval_requested\"")
+        {
+            let rest = &seen[at..];
+            let start = rest.find("\"id\":\"").unwrap() + 6;
+            id = Some(rest[start..start + rest[start..].find('"').unwrap()].to_string());
+            let path = format!("/api/approvals/{}", id.as_ref().unwrap());
+            assert_eq!(api(&server, "POST", &path, Some(&op), Some(json!({"decision": "approve"}))).await.0, 200);
         }
         if seen.contains("\"call_finished\"") && seen.contains("\"status\":\"idle\"") {
             break;
