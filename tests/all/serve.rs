@@ -34,6 +34,11 @@ pub(crate) struct Setup {
 pub(crate) fn setup(extra: &str) -> Setup {
     let ws = util::workspace();
     let state = tempfile::tempdir().unwrap();
+    // Components compile once for every test's server: the state's component cache is the
+    // shared one (entries are keyed by content and engine, and written atomically).
+    let shared = util::shared_state().join("cache");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::os::unix::fs::symlink(&shared, state.path().join("cache")).unwrap();
     let hostile = util::program_path("hostile");
     let sha = cheng_host::runtime::cache::sha256_hex(&std::fs::read(&hostile).unwrap());
     let config = state.path().join("cheng.toml");
@@ -254,27 +259,12 @@ fn calls_refusals_crashes_and_floods_come_back_as_results() {
     assert!(recs.iter().any(|r| r.tool == "workspace_shell" && r.status == cheng_host::Status::Denied));
 }
 
-/// Live processes whose command line contains `marker`.
-fn alive(marker: &str) -> usize {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let zombie = stat.rfind(')').is_some_and(|i| stat[i + 2..].starts_with('Z'));
-            String::from_utf8_lossy(&cmd).replace('\0', " ").contains(marker) && !zombie
-        })
-        .count()
-}
-
 fn settle(marker: &str) -> usize {
     let deadline = Instant::now() + Duration::from_secs(8);
-    while alive(marker) > 0 && Instant::now() < deadline {
+    while util::alive(marker) > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
     }
-    alive(marker)
+    util::alive(marker)
 }
 
 #[test]

@@ -274,21 +274,6 @@ async fn commands_get_no_shared_memory_directory() {
     assert_eq!(r.output["exit_code"], 0, "{}", r.output);
 }
 
-/// Live processes whose command line contains `marker`.
-fn alive(marker: &str) -> usize {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let zombie = stat.rfind(')').is_some_and(|i| stat[i + 2..].starts_with('Z'));
-            String::from_utf8_lossy(&cmd).replace('\0', " ").contains(marker) && !zombie
-        })
-        .count()
-}
-
 #[test]
 fn a_command_cannot_kill_its_host() {
     if !landlock() {
@@ -312,7 +297,7 @@ fn a_command_cannot_kill_its_host() {
     assert_eq!(doc["termination"], "timed_out", "{doc}");
     // Everything the command started was stopped.
     std::thread::sleep(std::time::Duration::from_millis(300));
-    assert_eq!(alive(&format!("sleep {marker}")), 0);
+    assert_eq!(util::alive(&format!("sleep {marker}")), 0);
     let _ = std::fs::remove_file(&cfg);
 }
 

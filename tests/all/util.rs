@@ -145,3 +145,18 @@ pub fn cheng_at_terminal(args: &[&str], state: &Path, typed: &str, wait: std::ti
     let out = child.wait_with_output().unwrap();
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// Live (not zombie) processes whose command line contains `marker`.
+pub fn alive(marker: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = stat.rfind(')').is_some_and(|i| stat[i + 2..].starts_with('Z'));
+            String::from_utf8_lossy(&cmd).replace('\0', " ").contains(marker) && !zombie
+        })
+        .count()
+}

@@ -104,10 +104,8 @@ pub async fn serve(
             mcp::ChengMcp::new(host.clone(), opts.workspace.clone(), Some(opts.role.clone()), config.clone(), approver);
         let stop = shutdown.clone();
         tasks.spawn(async move {
-            let running = mcp
-                .serve_with_ct(rmcp::transport::stdio(), stop.child_token())
-                .await
-                .map_err(|e| ServeError::Stdio(e.to_string()))?;
+            let running =
+                mcp.serve_with_ct(stdio(), stop.child_token()).await.map_err(|e| ServeError::Stdio(e.to_string()))?;
             let ended = running.waiting().await.map_err(|e| ServeError::Stdio(e.to_string()));
             // The stdio client launched this process: when it goes, everything stops.
             stop.cancel();
@@ -138,4 +136,30 @@ pub async fn serve(
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// The MCP session's stdin and stdout. A pipe (what a client that launches the server
+/// hands it) is read or written through the reactor, sparing every message a hand-off to
+/// tokio's blocking threads; a terminal or a file goes through tokio's stdin and stdout.
+/// Nothing else in the process writes to stdout while it serves.
+fn stdio() -> (Box<dyn tokio::io::AsyncRead + Send + Unpin>, Box<dyn tokio::io::AsyncWrite + Send + Unpin>) {
+    use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+    use std::os::unix::fs::FileTypeExt;
+    use tokio::net::unix::pipe;
+    let fifo = |fd: BorrowedFd<'_>| -> Option<OwnedFd> {
+        let owned = fd.try_clone_to_owned().ok()?;
+        let meta = std::fs::File::from(owned.try_clone().ok()?).metadata().ok()?;
+        meta.file_type().is_fifo().then_some(owned)
+    };
+    let reader: Box<dyn tokio::io::AsyncRead + Send + Unpin> =
+        match fifo(std::io::stdin().as_fd()).map(pipe::Receiver::from_owned_fd) {
+            Some(Ok(rx)) => Box::new(rx),
+            _ => Box::new(tokio::io::stdin()),
+        };
+    let writer: Box<dyn tokio::io::AsyncWrite + Send + Unpin> =
+        match fifo(std::io::stdout().as_fd()).map(pipe::Sender::from_owned_fd) {
+            Some(Ok(tx)) => Box::new(tx),
+            _ => Box::new(tokio::io::stdout()),
+        };
+    (reader, writer)
 }
