@@ -381,12 +381,18 @@ impl Broker {
     /// answer). The first answer wins; a later one, or one after the timeout, is
     /// [`Answered::TooLate`] and changes nothing.
     pub fn answer_by(&self, id: &str, approved: bool, by: &str) -> Answered {
-        let pending = self.inner.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
-        match pending {
-            Some(p) => {
+        // Taken and sent under the lock: the waiting request decides under the same lock
+        // whether it was still pending, so exactly one answer is ever the one applied.
+        let sent = {
+            let mut pending = self.inner.pending.lock().unwrap_or_else(|p| p.into_inner());
+            pending.remove(id).map(|p| {
                 let decision = if approved { Decision::Approved } else { Decision::Declined };
-                if p.tx.send((decision, by.to_string())).is_ok() { Answered::Applied } else { Answered::TooLate }
-            }
+                p.tx.send((decision, by.to_string())).is_ok()
+            })
+        };
+        match sent {
+            Some(true) => Answered::Applied,
+            Some(false) => Answered::TooLate,
             None if self.inner.resolved.lock().unwrap_or_else(|p| p.into_inner()).1.contains(id) => Answered::TooLate,
             None => Answered::Unknown,
         }
@@ -417,8 +423,10 @@ impl Broker {
         let ask = inner.approver.decide(&req);
         tokio::pin!(ask);
         let mut asking = true;
-        let (decision, by) = loop {
+        let (mut decision, mut by) = loop {
             tokio::select! {
+                biased;
+                Ok((d, by)) = &mut rx => break (d, Some(by)),
                 d = &mut ask, if asking => {
                     // An approver that could reach nobody leaves the answer to the other
                     // paths (an API, a console) when there are any.
@@ -428,13 +436,16 @@ impl Broker {
                     }
                     break (d, (d != Decision::NoApprover).then_some(name.clone()));
                 }
-                Ok((d, by)) = &mut rx => break (d, Some(by)),
                 _ = &mut timeout => break (Decision::TimedOut, None),
             }
         };
-        // Whoever answered first, the request is no longer pending: a later answer finds
-        // nothing and is ignored.
-        inner.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&req.id);
+        // Whoever takes the request out of the pending table is the first answer. When an
+        // outside answer took it (it sends under the table's lock) while the approver or
+        // the timeout was settling here, that answer is the one that counts.
+        let taken_here = inner.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&req.id).is_some();
+        if !taken_here && let Ok((d, b)) = rx.try_recv() {
+            (decision, by) = (d, Some(b));
+        }
         if decision == Decision::TimedOut {
             tracing::info!(target: "approvals", id = %req.id, tool = %req.tool, run = %req.run, wait_ms = inner.timeout.as_millis() as u64, "approval timed out; treated as refused");
         }
@@ -502,6 +513,32 @@ mod tests {
         assert!(!out.decision.approved());
         assert!(t.elapsed() >= Duration::from_millis(990));
         assert_eq!(b.pending_count(), 0);
+    }
+
+    /// Answers "approve" itself, right after an operator declined the same request.
+    struct Racing(std::sync::OnceLock<Broker>);
+    impl Approver for Racing {
+        fn decide<'a>(&'a self, r: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+            let b = self.0.get().unwrap().clone();
+            Box::pin(async move {
+                assert_eq!(b.answer_by(&r.id, false, "operator"), Answered::Applied);
+                Decision::Approved
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn the_answer_that_was_applied_is_the_decision() {
+        // Both answers are ready in the same instant: the one told "applied" must be the
+        // one that counts, every time.
+        for i in 0..200 {
+            let racing = Arc::new(Racing(std::sync::OnceLock::new()));
+            let b = Broker::new(racing.clone(), Duration::from_secs(30), true);
+            let _ = racing.0.set(b.clone());
+            let out = b.request(req(&format!("race-{i}"))).await;
+            assert_eq!(out.decision, Decision::Declined, "round {i}");
+            assert_eq!(out.answered_by.as_deref(), Some("operator"), "round {i}");
+        }
     }
 
     #[tokio::test]

@@ -31,6 +31,9 @@ use prometheus_client::registry::Registry;
 use serde::Serialize;
 use tokio::sync::broadcast;
 
+/// How many idle runs are remembered (the newest); runs with a call in flight always are.
+pub const MAX_IDLE_RUNS: usize = 1000;
+
 /// One run as the host has seen it.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunEntry {
@@ -46,6 +49,9 @@ pub struct RunEntry {
     pub last_tool: String,
     /// When it was last active (Unix ms).
     pub last_ms: u64,
+    /// The order runs were last active in (ties in `last_ms` are common).
+    #[serde(skip)]
+    touched: u64,
 }
 
 /// What the event stream carries besides the approvals broker's own events.
@@ -175,6 +181,18 @@ impl Observer {
     pub fn call_started(&self, call: &str, run: &str, role: &str, tool: &str) {
         let became_busy = {
             let mut runs = self.runs_lock();
+            // Idle runs beyond the newest MAX_IDLE_RUNS are forgotten, so clients that
+            // invent run names cannot grow this without bound.
+            if runs.len() >= MAX_IDLE_RUNS && !runs.contains_key(run) {
+                let mut idle: Vec<(u64, String)> =
+                    runs.values().filter(|r| r.active == 0).map(|r| (r.touched, r.id.clone())).collect();
+                if idle.len() >= MAX_IDLE_RUNS {
+                    idle.sort_unstable();
+                    for (_, id) in &idle[..idle.len() + 1 - MAX_IDLE_RUNS] {
+                        runs.remove(id);
+                    }
+                }
+            }
             let e = runs.entry(run.to_string()).or_insert_with(|| RunEntry {
                 id: run.to_string(),
                 role: role.to_string(),
@@ -182,7 +200,10 @@ impl Observer {
                 active: 0,
                 last_tool: String::new(),
                 last_ms: 0,
+                touched: 0,
             });
+            static TOUCHED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            e.touched = TOUCHED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             e.role = role.to_string();
             e.last_tool = tool.to_string();
             e.last_ms = now_ms();
@@ -280,6 +301,20 @@ impl Observer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn idle_runs_are_bounded_and_busy_ones_kept() {
+        let o = Observer::default();
+        o.call_started("c0", "busy", "developer", "think");
+        for i in 0..(MAX_IDLE_RUNS + 50) {
+            o.call_started(&format!("c{i}"), &format!("r{i}"), "developer", "think");
+            o.call_finished(&format!("c{i}"), &format!("r{i}"), "think", "ok", 1.0, &[]);
+        }
+        let runs = o.runs();
+        assert!(runs.len() <= MAX_IDLE_RUNS + 1, "{}", runs.len());
+        assert!(runs.iter().any(|r| r.id == "busy"), "a run with a call in flight is never forgotten");
+        assert!(runs.iter().any(|r| r.id == format!("r{}", MAX_IDLE_RUNS + 49)), "the newest idle run is kept");
+    }
 
     #[test]
     fn runs_and_events_follow_calls() {

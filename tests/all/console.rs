@@ -199,6 +199,31 @@ async fn the_event_stream_tells_every_console() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_revoked_token_loses_its_event_stream() {
+    let s = setup("");
+    let (server, op, _agent) = servers(&s);
+    let resp =
+        reqwest::Client::new().get(format!("http://{}/api/events", server.addr)).bearer_auth(&op).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    // Control: the stream stays open while the token is valid.
+    use futures::StreamExt as _;
+    let mut stream = resp.bytes_stream();
+    let early =
+        tokio::time::timeout(Duration::from_secs(6), async { while let Some(Ok(_)) = stream.next().await {} }).await;
+    assert!(early.is_err(), "the stream ended while its token was valid");
+    // Operator answers are never cached.
+    let health =
+        reqwest::Client::new().get(format!("http://{}/health", server.addr)).bearer_auth(&op).send().await.unwrap();
+    assert_eq!(health.headers()["cache-control"], "no-store");
+    let out = s.cheng().args(["token", "revoke", "alice"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let ended =
+        tokio::time::timeout(Duration::from_secs(15), async { while let Some(Ok(_)) = stream.next().await {} }).await;
+    assert!(ended.is_ok(), "the stream outlived its revoked token");
+    assert_eq!(api(&server, "GET", "/health", Some(&op), None).await.0, 401);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_socket_answers_from_another_terminal() {
     let s = setup("[approvals]\ntimeout_ms = 60000\n");
     let (server, op, agent) = servers(&s);

@@ -378,9 +378,27 @@ fn the_http_gate_refuses_before_anything_runs() {
     let (code, text) = raw(&addr, &post(&addr, Some(&agent), Some(&own)), init);
     assert_eq!(code, 200, "{text}");
     assert!(text.contains("\"protocolVersion\""), "{text}");
+    // The session belongs to the token that opened it: another agent's token cannot use
+    // its id (404), the owner can.
+    let sid = text
+        .lines()
+        .find_map(|l| {
+            l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id")).map(|(_, v)| v.trim())
+        })
+        .expect("a session id")
+        .to_string();
+    let other = s.token(Some("developer"), "other-agent");
+    let note = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let in_session = |auth: &str| {
+        let mut h = post(&addr, Some(auth), None);
+        h.push_str(&format!("Mcp-Session-Id: {sid}\r\nMcp-Protocol-Version: 2025-11-25\r\n"));
+        h
+    };
+    assert_eq!(raw(&addr, &in_session(&other), note).0, 404);
+    assert_eq!(raw(&addr, &in_session(&agent), note).0, 202);
     // Each refusal is on record.
     let access = std::fs::read_to_string(s.state.path().join("access.jsonl")).unwrap();
-    assert_eq!(access.lines().count(), 6, "{access}");
+    assert_eq!(access.lines().count(), 7, "{access}");
     assert!(access.lines().any(|l| l.contains("\"token\":\"op\"")));
 }
 

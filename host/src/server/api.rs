@@ -247,7 +247,10 @@ fn approval_events(ev: ApprovalEvent) -> Vec<Value> {
     }
 }
 
-async fn events(State(host): State<Host>) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+async fn events(
+    State(host): State<Host>,
+    valid: Option<axum::Extension<super::http::StillValid>>,
+) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     use tokio_stream::wrappers::BroadcastStream;
     let approvals = BroadcastStream::new(host.approvals().subscribe())
         .filter_map(|e| async move { e.ok() })
@@ -256,5 +259,12 @@ async fn events(State(host): State<Host>) -> Sse<impl Stream<Item = Result<SseEv
         .filter_map(|e| async move { e.ok() })
         .map(|e| serde_json::to_value(e).unwrap_or_default());
     let merged = stream::select(approvals, calls).map(|v| Ok(SseEvent::default().data(v.to_string())));
-    Sse::new(merged).keep_alive(KeepAlive::default())
+    // The stream ends within seconds of its token being revoked.
+    let revoked = async move {
+        match valid {
+            Some(axum::Extension(v)) => v.revoked(std::time::Duration::from_secs(5)).await,
+            None => std::future::pending().await,
+        }
+    };
+    Sse::new(merged.take_until(Box::pin(revoked))).keep_alive(KeepAlive::default())
 }

@@ -43,13 +43,40 @@ pub struct Gate {
     hosts: Arc<Vec<String>>,
     origins: Arc<Vec<String>>,
     access: PathBuf,
+    sessions: Arc<std::sync::Mutex<SessionOwners>>,
+}
+
+/// Which token opened each MCP session, so a session id is of no use to another token.
+#[derive(Default)]
+struct SessionOwners {
+    owner: std::collections::HashMap<String, String>,
+    order: std::collections::VecDeque<String>,
+}
+
+impl SessionOwners {
+    /// Sessions remembered; the oldest are forgotten first (they have long expired).
+    const MAX: usize = 65_536;
+
+    fn insert(&mut self, session: String, token: String) {
+        if self.owner.insert(session.clone(), token).is_none() {
+            self.order.push_back(session);
+        }
+        while self.order.len() > Self::MAX {
+            if let Some(old) = self.order.pop_front() {
+                self.owner.remove(&old);
+            }
+        }
+    }
 }
 
 impl Gate {
     /// The gate for a server bound to `addr`.
     pub fn new(addr: SocketAddr, state_dir: &std::path::Path, config: &ServeConfig) -> Gate {
         let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into(), "[::1]".into()];
-        hosts.push(addr.ip().to_string());
+        hosts.push(match addr.ip() {
+            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+            ip => ip.to_string(),
+        });
         hosts.extend(config.allowed_hosts.iter().cloned());
         let port = addr.port();
         let mut origins: Vec<String> = hosts
@@ -63,6 +90,7 @@ impl Gate {
             hosts: Arc::new(hosts),
             origins: Arc::new(origins),
             access: state_dir.join("access.jsonl"),
+            sessions: Arc::default(),
         }
     }
 
@@ -91,16 +119,19 @@ impl Gate {
             "time_ms": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
             "remote": from.to_string(),
             "method": req.method().as_str(),
-            "path": req.uri().path(),
+            // A refusal is logged before any token is checked: what is echoed is cut.
+            "path": req.uri().path().chars().take(256).collect::<String>(),
             "status": status.as_u16(),
             "reason": why,
             "token": token,
         });
         tracing::info!(target: "cheng::denials", remote = %from, status = status.as_u16(), "{why}");
         use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
         let written = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
+            .mode(0o600)
             .open(&self.access)
             .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
         if let Err(e) = written {
@@ -112,6 +143,27 @@ impl Gate {
                 .insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer realm=\"cheng\""));
         }
         resp
+    }
+}
+
+/// The token a request came with, for a long-lived answer (an event stream) to check
+/// again while it runs: a revoked token's stream ends.
+#[derive(Clone)]
+pub(crate) struct StillValid {
+    tokens: TokenStore,
+    presented: String,
+}
+
+impl StillValid {
+    /// Resolves once the token is no longer valid (revoked, or the store unreadable),
+    /// checking every `every`.
+    pub(crate) async fn revoked(self, every: Duration) {
+        loop {
+            tokio::time::sleep(every).await;
+            if !matches!(self.tokens.verify(&self.presented), Ok(Some(_))) {
+                return;
+            }
+        }
     }
 }
 
@@ -209,9 +261,33 @@ async fn gate_fn(
         }
         _ => {}
     }
+    // An MCP session belongs to the token that opened it.
+    let session = req.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_string);
+    if let Some(sid) = &session {
+        let owner = gate.sessions.lock().unwrap_or_else(|p| p.into_inner()).owner.get(sid).cloned();
+        if owner.is_some_and(|o| o != who.name) {
+            let name = who.name.clone();
+            return gate.refuse(
+                StatusCode::NOT_FOUND,
+                from,
+                &req,
+                "this MCP session belongs to another token",
+                Some(&name),
+            );
+        }
+    }
+    let name = who.name.clone();
     req.extensions_mut().insert(Connection(from.to_string()));
     req.extensions_mut().insert(who);
-    next.run(req).await
+    req.extensions_mut().insert(StillValid { tokens: gate.tokens.clone(), presented });
+    let resp = next.run(req).await;
+    if needs == Access::Agent
+        && session.is_none()
+        && let Some(sid) = resp.headers().get("mcp-session-id").and_then(|v| v.to_str().ok())
+    {
+        gate.sessions.lock().unwrap_or_else(|p| p.into_inner()).insert(sid.to_string(), name);
+    }
+    resp
 }
 
 /// Whether `addr` may be served on: loopback always; anything else only with
@@ -248,7 +324,11 @@ pub async fn serve(
         .nest_service("/mcp", service)
         .layer(middleware::from_fn_with_state(gate, gate_fn))
         .layer(axum::middleware::map_response(|mut r: Response| async move {
-            r.headers_mut().insert(header::X_CONTENT_TYPE_OPTIONS, header::HeaderValue::from_static("nosniff"));
+            let h = r.headers_mut();
+            h.insert(header::X_CONTENT_TYPE_OPTIONS, header::HeaderValue::from_static("nosniff"));
+            // Cards and records are hostile text and operator data: never kept in a cache.
+            h.entry(header::CACHE_CONTROL).or_insert(header::HeaderValue::from_static("no-store"));
+            h.entry(header::REFERRER_POLICY).or_insert(header::HeaderValue::from_static("no-referrer"));
             r
         }));
     axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())

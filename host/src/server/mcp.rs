@@ -6,7 +6,8 @@
 //!   the bearer token the request carried (checked by [`super::http`] before anything
 //!   here runs).
 //! - **Run**: the MCP session (`Mcp-Session-Id`); for a stateless request, the run the
-//!   client names in `_meta` under `cheng/run`, else one per connection; over stdio one
+//!   client names in `_meta` under `cheng/run` (as `<token name>.<run>`, so tokens never
+//!   share a run), else one per connection; over stdio one
 //!   per process.
 //! - **Results**: the tool's JSON output is `structuredContent`, its compact JSON text the
 //!   `content`; `isError` when the call failed or was denied. A call outside the role,
@@ -100,13 +101,15 @@ impl ChengMcp {
     }
 
     /// The run a request belongs to (see the module docs).
-    fn run(&self, cx: &RequestContext<RoleServer>) -> String {
+    fn run(&self, cx: &RequestContext<RoleServer>, who: &Principal) -> String {
         if let Some((_, run)) = &self.inner.stdio {
             return run.clone();
         }
+        // A run a client names is kept apart per token, so one agent cannot join another's
+        // run (its approvals, its notes, its places) by naming it.
         let named = cx.meta.0.get(RUN_META_KEY).and_then(|v| v.as_str()).filter(|r| valid_run(r));
         if let Some(r) = named {
-            return r.to_string();
+            return format!("{}.{r}", sanitize(&who.name));
         }
         let parts = parts(cx);
         if let Some(s) = parts.and_then(|p| p.headers.get("mcp-session-id")).and_then(|v| v.to_str().ok()) {
@@ -218,7 +221,7 @@ impl ServerHandler for ChengMcp {
         if !self.inner.host.has_tool(&name) {
             return Err(ErrorData::invalid_params(format!("Unknown tool: {name}"), None));
         }
-        let run = self.run(&cx);
+        let run = self.run(&cx, &p);
         // A place in the session and in the host, or a clear "busy".
         let wait = Duration::from_millis(self.inner.config.busy_wait_ms);
         let session = self.session_slots(&run);

@@ -35,9 +35,22 @@ const MAX_LINE: usize = 64 << 10;
 pub async fn serve(host: Host, state_dir: &Path, shutdown: CancellationToken) -> std::io::Result<()> {
     let dir = dir(state_dir);
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir)?;
+    // SAFETY: getuid has no failure mode and no memory effects.
+    let me = unsafe { libc::getuid() };
+    // The directory itself, not a link to one, and the operator's own.
+    let meta = std::fs::symlink_metadata(&dir)?;
+    if !meta.is_dir() || std::os::unix::fs::MetadataExt::uid(&meta) != me {
+        return Err(std::io::Error::other(format!(
+            "{} is not a directory owned by this user; remove it and start again",
+            dir.display()
+        )));
+    }
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
     for stale in sockets(&dir) {
-        if UnixStream::connect(&stale).await.is_err() {
+        // Only a socket nobody listens on is stale (a busy server's backlog is not).
+        if let Err(e) = UnixStream::connect(&stale).await
+            && e.kind() == std::io::ErrorKind::ConnectionRefused
+        {
             let _ = std::fs::remove_file(&stale);
         }
     }
@@ -45,8 +58,6 @@ pub async fn serve(host: Host, state_dir: &Path, shutdown: CancellationToken) ->
     let _ = std::fs::remove_file(&at);
     let listener = UnixListener::bind(&at)?;
     std::fs::set_permissions(&at, std::fs::Permissions::from_mode(0o600))?;
-    // SAFETY: getuid has no failure mode and no memory effects.
-    let me = unsafe { libc::getuid() };
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
@@ -84,7 +95,10 @@ async fn handle(host: Host, stream: UnixStream, uid: u32) -> std::io::Result<()>
     let (read, mut write) = stream.into_split();
     let mut line = String::new();
     let mut reader = BufReader::new(read).take(MAX_LINE as u64);
-    reader.read_line(&mut line).await?;
+    // A client that connects and says nothing does not hold a task forever.
+    tokio::time::timeout(std::time::Duration::from_secs(10), reader.read_line(&mut line))
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no request within 10 s"))??;
     let reply = match serde_json::from_str::<Value>(&line) {
         Ok(req) => match req["op"].as_str() {
             Some("list") => json!({"pending": host.approvals().pending()}),

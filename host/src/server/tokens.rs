@@ -106,6 +106,19 @@ impl TokenStore {
         }
     }
 
+    /// Held across a read-modify-write, so two `cheng token` commands at once cannot lose
+    /// each other's change (a revoked token coming back).
+    fn lock(&self) -> Result<std::fs::File, TokenError> {
+        let path = self.path.with_extension("json.lock");
+        let io = |source| TokenError::Io { path: path.display().to_string(), source };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(io)?;
+        f.lock().map_err(io)?;
+        Ok(f)
+    }
+
     fn save(&self, list: &[Stored]) -> Result<(), TokenError> {
         let io = |source| TokenError::Io { path: self.path.display().to_string(), source };
         let data = serde_json::to_vec_pretty(list).unwrap_or_default();
@@ -124,6 +137,7 @@ impl TokenStore {
                 "token name \"{name}\" must be 1-64 letters, digits, '-', '_' or '.'"
             )));
         }
+        let _lock = self.lock()?;
         let mut list = self.list()?;
         if list.iter().any(|t| t.name == name) {
             return Err(TokenError::Name(format!(
@@ -148,6 +162,7 @@ impl TokenStore {
 
     /// Remove the token named `name`.
     pub fn revoke(&self, name: &str) -> Result<(), TokenError> {
+        let _lock = self.lock()?;
         let mut list = self.list()?;
         let before = list.len();
         list.retain(|t| t.name != name);
