@@ -51,6 +51,23 @@ pub enum Right {
     Approval,
 }
 
+impl Right {
+    /// The right's name, as it is written in records and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Right::Tool => "tool",
+            Right::RunBudget => "run-budget",
+            Right::Workspace => "workspace",
+            Right::FsRead => "fs-read",
+            Right::FsWrite => "fs-write",
+            Right::Protected => "protected",
+            Right::Spawn => "spawn",
+            Right::Command => "command",
+            Right::Approval => "approval",
+        }
+    }
+}
+
 /// A refusal by the host: what right, on what, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Denial {
@@ -228,6 +245,14 @@ pub fn approval(command: &str, why: &str) -> Denial {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn right_names_are_the_serialized_ones() {
+        use Right::*;
+        for r in [Tool, RunBudget, Workspace, FsRead, FsWrite, Protected, Spawn, Command, Approval] {
+            assert_eq!(serde_json::to_value(r).unwrap(), r.as_str());
+        }
+    }
 
     const ROOT: &str = "/w";
 

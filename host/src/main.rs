@@ -300,6 +300,28 @@ fn state_dir(cli: &Cli) -> Option<PathBuf> {
     Some(base.join("cheng"))
 }
 
+/// The state directory a command needs (a usage error without one).
+fn need_state(state: &Option<PathBuf>) -> Result<PathBuf> {
+    Ok(state.clone().ok_or_else(|| UsageError("no state directory; pass --state-dir".into()))?)
+}
+
+/// The workspace: `--workspace`, else the current directory.
+fn workspace_of(workspace: &Option<PathBuf>) -> Result<PathBuf> {
+    match workspace {
+        Some(w) => Ok(w.clone()),
+        None => std::env::current_dir().context("cannot read the current directory"),
+    }
+}
+
+/// `role` must be one the policy defines (a usage error naming the roles otherwise).
+fn known_role(policy: &cheng_host::policy::Policy, role: &str) -> Result<()> {
+    if !policy.has_role(role) {
+        let roles: Vec<_> = policy.role_names().collect();
+        bail!(UsageError(format!("unknown role \"{role}\"; roles: {}", roles.join(", "))));
+    }
+    Ok(())
+}
+
 async fn run(cli: Cli) -> Result<u8> {
     tracing::debug!(target: "cheng::startup", "runtime started");
     let config = load_config(&cli)?;
@@ -307,7 +329,7 @@ async fn run(cli: Cli) -> Result<u8> {
     // Commands that need no engine.
     match &cli.command {
         Command::Records { status, tool, last } => {
-            let dir = state.clone().ok_or_else(|| UsageError("no state directory; pass --state-dir".into()))?;
+            let dir = need_state(&state)?;
             let filter = Filter {
                 status: status.map(|s| match s {
                     StatusArg::Ok => RecordStatus::Ok,
@@ -330,7 +352,7 @@ async fn run(cli: Cli) -> Result<u8> {
             return Ok(if report.refused_imports.is_empty() { 0 } else { EXIT_ERROR });
         }
         Command::Approvals | Command::Approve { .. } | Command::Decline { .. } => {
-            let dir = state.clone().ok_or_else(|| UsageError("no state directory; pass --state-dir".into()))?;
+            let dir = need_state(&state)?;
             let req = match &cli.command {
                 Command::Approve { id } => serde_json::json!({"op": "answer", "id": id, "approve": true}),
                 Command::Decline { id } => serde_json::json!({"op": "answer", "id": id, "approve": false}),
@@ -345,7 +367,7 @@ async fn run(cli: Cli) -> Result<u8> {
             });
         }
         Command::Token { action } => {
-            let dir = state.clone().ok_or_else(|| UsageError("no state directory; pass --state-dir".into()))?;
+            let dir = need_state(&state)?;
             let store = cheng_host::server::tokens::TokenStore::new(&dir);
             match action {
                 TokenCommand::Add { name, role, operator } => {
@@ -353,11 +375,7 @@ async fn run(cli: Cli) -> Result<u8> {
                     let (kind, role) = match (operator, role) {
                         (true, _) => (Kind::Operator, None),
                         (false, Some(r)) => {
-                            let policy = config.policy()?;
-                            if !policy.has_role(r) {
-                                let roles: Vec<_> = policy.role_names().collect();
-                                bail!(UsageError(format!("unknown role \"{r}\"; roles: {}", roles.join(", "))));
-                            }
+                            known_role(&config.policy()?, r)?;
                             (Kind::Agent, Some(r.as_str()))
                         }
                         (false, None) => bail!(UsageError("give --role ROLE for an agent token, or --operator".into())),
@@ -383,7 +401,7 @@ async fn run(cli: Cli) -> Result<u8> {
             return Ok(0);
         }
         Command::Settings { action } => {
-            let dir = state.clone().ok_or_else(|| UsageError("no state directory; pass --state-dir".into()))?;
+            let dir = need_state(&state)?;
             let mut s = settings::Settings::load_or_init(&dir)?;
             if let Some(SettingsCommand::Set { key, value }) = action {
                 s.set(key, value).map_err(UsageError)?;
@@ -505,10 +523,7 @@ async fn run(cli: Cli) -> Result<u8> {
             };
             let value: serde_json::Value =
                 serde_json::from_str(&text).map_err(|e| UsageError(format!("the input is not valid JSON: {e}")))?;
-            let workspace = match &cli.workspace {
-                Some(w) => w.clone(),
-                None => std::env::current_dir().context("cannot read the current directory")?,
-            };
+            let workspace = workspace_of(&cli.workspace)?;
             let role = match &cli.role {
                 Some(r) => r.clone(),
                 None => {
@@ -517,10 +532,7 @@ async fn run(cli: Cli) -> Result<u8> {
                     r
                 }
             };
-            if !host.policy().has_role(&role) {
-                let roles: Vec<_> = host.policy().role_names().collect();
-                bail!(UsageError(format!("unknown role \"{role}\"; roles: {}", roles.join(", "))));
-            }
+            known_role(host.policy(), &role)?;
             let mut cx = Context::new(workspace).role(role);
             if let Some(run) = &cli.run {
                 cx = cx.run(run.clone());
@@ -547,22 +559,16 @@ async fn run(cli: Cli) -> Result<u8> {
             })
         }
         Command::Serve { http, stdio, allow_remote } => {
-            let workspace = match &cli.workspace {
-                Some(w) => w.clone(),
-                None => std::env::current_dir().context("cannot read the current directory")?,
-            };
+            let workspace = workspace_of(&cli.workspace)?;
             let role = cli.role.clone().unwrap_or_else(|| host.policy().default_role().to_string());
-            if !host.policy().has_role(&role) {
-                let roles: Vec<_> = host.policy().role_names().collect();
-                bail!(UsageError(format!("unknown role \"{role}\"; roles: {}", roles.join(", "))));
-            }
+            known_role(host.policy(), &role)?;
             let opts = cheng_host::server::ServeOptions {
                 stdio: stdio || http.is_none(),
                 http,
                 allow_remote,
                 workspace,
                 role,
-                state_dir: state.clone().ok_or_else(|| UsageError("no state directory; pass --state-dir".into()))?,
+                state_dir: need_state(&state)?,
             };
             // SIGTERM and SIGINT: stop accepting, cancel what runs, flush the log, exit 0.
             let shutdown = tokio_util::sync::CancellationToken::new();

@@ -222,7 +222,7 @@ impl Observer {
     }
 
     /// A call ended with `status`; `denials` are the rights the host refused during it.
-    pub fn call_finished(&self, call: &str, run: &str, tool: &str, status: &str, duration_ms: f64, denials: &[String]) {
+    pub fn call_finished(&self, call: &str, run: &str, tool: &str, status: &str, duration_ms: f64, denials: &[&str]) {
         let became_idle = {
             let mut runs = self.runs_lock();
             match runs.get_mut(run) {
@@ -238,7 +238,7 @@ impl Observer {
         self.calls.get_or_create(&CallLabels { tool: tool.to_string(), status: status.to_string() }).inc();
         self.durations.get_or_create(&ToolLabel { tool: tool.to_string() }).observe(duration_ms / 1000.0);
         for right in denials {
-            self.denials.get_or_create(&RightLabel { right: right.clone() }).inc();
+            self.denials.get_or_create(&RightLabel { right: right.to_string() }).inc();
         }
         let _ = self.events.send(Event::CallFinished {
             call: call.to_string(),
@@ -325,7 +325,7 @@ mod tests {
         // Two calls in flight, one run running.
         assert_eq!((o.runs()[0].active, o.active_runs()), (2, 1));
         o.call_finished("c1", "r", "read_file", "ok", 2.0, &[]);
-        o.call_finished("c2", "r", "list_dir", "denied", 1.0, &["fs-read".into()]);
+        o.call_finished("c2", "r", "list_dir", "denied", 1.0, &["fs-read"]);
         assert_eq!((o.runs()[0].calls, o.active_runs()), (2, 0));
         // The stream: started, running, started, finished, finished, idle.
         let kinds: Vec<String> = std::iter::from_fn(|| ev.try_recv().ok())

@@ -56,6 +56,18 @@ pub enum Status {
     Running,
 }
 
+impl Status {
+    /// The status as it is written in records and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Error => "error",
+            Status::Denied => "denied",
+            Status::Running => "running",
+        }
+    }
+}
+
 /// Longest preview kept in a record.
 pub const PREVIEW_CHARS: usize = 200;
 /// Results up to this size are stored whole; larger ones as head and tail.
@@ -344,6 +356,13 @@ pub fn read_log(path: &Path, filter: &Filter) -> Result<Vec<CallRecord>, AuditEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn status_names_are_the_serialized_ones() {
+        for st in [Status::Ok, Status::Error, Status::Denied, Status::Running] {
+            assert_eq!(serde_json::to_value(st).unwrap(), st.as_str());
+        }
+    }
 
     fn rec(id: &str, status: Status, tool: &str) -> CallRecord {
         CallRecord {

@@ -72,17 +72,11 @@ impl Host {
         if rec.arguments.is_null() {
             rec.arguments = crate::records::stored_arguments(&scope.input);
         }
-        let rights: Vec<String> = rec
-            .denials
-            .iter()
-            .filter_map(|d| serde_json::to_value(d.right).ok()?.as_str().map(str::to_string))
-            .collect();
+        let rights: Vec<&str> = rec.denials.iter().map(|d| d.right.as_str()).collect();
         for a in &rec.approvals {
             observer.approval_answered(a.decision.as_str());
         }
-        let status =
-            serde_json::to_value(rec.status).ok().and_then(|s| s.as_str().map(str::to_string)).unwrap_or_default();
-        observer.call_finished(&scope.id, &cx.run, tool, &status, rec.duration_ms, &rights);
+        observer.call_finished(&scope.id, &cx.run, tool, rec.status.as_str(), rec.duration_ms, &rights);
         (result, rec)
     }
 

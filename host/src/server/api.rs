@@ -12,9 +12,10 @@
 //! | `GET /metrics` | Prometheus text |
 //! | `GET /` | the console (a static page; it signs in with an operator token kept in memory) |
 //!
-//! Every response carries `X-Content-Type-Options: nosniff`; the console's a strict
-//! Content-Security-Policy (scripts and styles from this server only, no inline script,
-//! no `eval`, no framing).
+//! Every response carries `X-Content-Type-Options: nosniff`, `Cache-Control: no-store`
+//! and `Referrer-Policy: no-referrer` (set once, in the HTTP server's outer layer); the
+//! console's files a strict Content-Security-Policy (scripts and styles from this server
+//! only, no inline script, no `eval`, no framing).
 
 use std::convert::Infallible;
 
@@ -33,7 +34,7 @@ use crate::Host;
 use crate::approvals::{Answered, ApprovalEvent};
 use crate::records::{Filter, Status};
 
-/// The security headers of every page and API answer.
+/// The console's Content-Security-Policy.
 pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
      img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
@@ -55,16 +56,7 @@ pub(crate) fn routes(host: Host) -> axum::Router {
 }
 
 fn page(kind: &'static str, body: &'static str) -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, kind),
-            (header::CONTENT_SECURITY_POLICY, CSP),
-            (header::X_FRAME_OPTIONS, "DENY"),
-            (header::REFERRER_POLICY, "no-referrer"),
-            (header::CACHE_CONTROL, "no-store"),
-        ],
-        body,
-    )
+    ([(header::CONTENT_TYPE, kind), (header::CONTENT_SECURITY_POLICY, CSP), (header::X_FRAME_OPTIONS, "DENY")], body)
         .into_response()
 }
 
