@@ -58,7 +58,7 @@ async fn host(state: &Path, noop: &[u8], records: bool) -> Host {
         id: "noop".into(),
         wasm: noop.to_vec(),
         origin: "noop".into(),
-        grant: Grant { fs: FsGrant::Read, spawn: false, memory_mb: None, cpu_ms: None },
+        grant: Grant { fs: FsGrant::Read, spawn: false, memory_mb: None, cpu_ms: None, net: vec![] },
     });
     b.build().await.unwrap()
 }

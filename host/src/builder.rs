@@ -41,6 +41,7 @@ pub struct HostBuilder {
     audit_off: bool,
     external_answers: bool,
     protected: Vec<PathBuf>,
+    resolver: Arc<dyn crate::egress::Resolve>,
 }
 
 /// A third-party component to load.
@@ -77,7 +78,16 @@ impl HostBuilder {
             audit_off: false,
             external_answers: false,
             protected: Vec::new(),
+            resolver: Arc::new(crate::egress::SystemResolver),
         }
+    }
+
+    /// Resolve the host names components' requests name with `resolver` instead of
+    /// the system's. Whatever it answers, every address is checked by the egress
+    /// guard, and the connection goes to one of the checked addresses.
+    pub fn resolver(&mut self, resolver: Arc<dyn crate::egress::Resolve>) -> &mut Self {
+        self.resolver = resolver;
+        self
     }
 
     /// Append call records to this JSON Lines file (default: `<state dir>/audit.jsonl`
@@ -160,6 +170,14 @@ impl HostBuilder {
     /// Start the engine and load the built-in components and the plugins.
     pub async fn build(&mut self) -> Result<Host, HostError> {
         let policy = self.config.policy()?;
+        let origin = self.config.source.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "(config)".into());
+        let web = self
+            .config
+            .web
+            .read(&|k| std::env::var(k).ok())
+            .map_err(|message| crate::policy::ConfigError { path: origin, message })?;
+        let web_env = web_env(&web);
+        let egress = Arc::new(crate::egress::Egress::new(web.rules, self.resolver.clone()));
         let t0 = Instant::now();
         let observer = Arc::new(crate::observe::Observer::new());
         let on_compile: Arc<dyn Fn(&str) + Send + Sync> = {
@@ -191,7 +209,7 @@ impl HostBuilder {
         let cache = ComponentCache::new(cache_dir);
         let mut registry = Registry::default();
         for (family, bytes, sha) in builtin::BUILTINS {
-            let c = LoadedComponent::load(
+            let mut c = LoadedComponent::load(
                 family,
                 Source::Static(bytes, sha),
                 engine.engine(),
@@ -200,6 +218,9 @@ impl HostBuilder {
                 on_compile.as_ref(),
             )
             .await?;
+            if *family == "web" {
+                c.env = web_env.clone();
+            }
             registry.add(Arc::new(c), "")?;
         }
         tracing::debug!(target: "cheng::startup", ms = t0.elapsed().as_secs_f64() * 1e3, "built-ins described");
@@ -265,9 +286,23 @@ impl HostBuilder {
                 workspaces_root,
                 spawner: Arc::new(spawner),
                 observer,
+                egress,
             }),
         })
     }
+}
+
+/// What the web component is told of `[web]`, as its environment: caps and the search
+/// provider, never the key (the host adds that to the request itself).
+fn web_env(web: &crate::policy::Web) -> Vec<(String, String)> {
+    vec![
+        ("CHENG_WEB_MAX_BYTES".into(), web.rules.max_bytes.to_string()),
+        ("CHENG_WEB_TIMEOUT_MS".into(), web.rules.timeout.as_millis().to_string()),
+        ("CHENG_WEB_SEARCH_PROVIDER".into(), web.search.provider.as_str().into()),
+        ("CHENG_WEB_SEARCH_URL".into(), web.search.url.clone()),
+        ("CHENG_WEB_SEARCH_KEY".into(), if web.search.key_present { "set" } else { "missing" }.into()),
+        ("CHENG_WEB_SEARCH_KEY_ENV".into(), web.search.key_env.clone()),
+    ]
 }
 
 /// `path` with symlinks resolved as far as it exists: its longest existing ancestor

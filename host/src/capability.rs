@@ -49,6 +49,9 @@ pub enum Right {
     Command,
     /// Going ahead without a person's approval (declined, timed out, nobody to ask).
     Approval,
+    /// Reaching a network address: no grant, a host outside it or the operator's lists,
+    /// an address class the egress guard refuses, a scheme other than http(s).
+    Network,
 }
 
 impl Right {
@@ -64,6 +67,7 @@ impl Right {
             Right::Spawn => "spawn",
             Right::Command => "command",
             Right::Approval => "approval",
+            Right::Network => "network",
         }
     }
 }

@@ -49,17 +49,21 @@ pub struct Grant {
     pub memory_mb: Option<u64>,
     /// CPU deadline in ms (else the config's).
     pub cpu_ms: Option<u64>,
+    /// Hosts it may reach over `wasi:http` (`api.example.com`, `*.example.com`, an
+    /// address, optionally `:port`), through the host's egress guard; empty for none.
+    /// Built-in components that declare network needs reach any public host instead.
+    pub net: Vec<String>,
 }
 
 impl Grant {
     /// What built-in components get: their declared needs, in full.
     pub fn builtin() -> Grant {
-        Grant { fs: FsGrant::Write, spawn: true, memory_mb: None, cpu_ms: None }
+        Grant { fs: FsGrant::Write, spawn: true, memory_mb: None, cpu_ms: None, net: vec![] }
     }
 
     /// Nothing at all.
     pub fn none() -> Grant {
-        Grant { fs: FsGrant::None, spawn: false, memory_mb: None, cpu_ms: None }
+        Grant { fs: FsGrant::None, spawn: false, memory_mb: None, cpu_ms: None, net: vec![] }
     }
 }
 

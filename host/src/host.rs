@@ -63,6 +63,7 @@ pub(crate) struct Inner {
     pub(crate) workspaces_root: Option<PathBuf>,
     pub(crate) spawner: Arc<Spawner>,
     pub(crate) observer: Arc<crate::observe::Observer>,
+    pub(crate) egress: Arc<crate::egress::Egress>,
 }
 
 impl Host {

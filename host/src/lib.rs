@@ -86,6 +86,7 @@ mod builder;
 pub mod builtin;
 pub mod capability;
 mod context;
+pub mod egress;
 mod error;
 pub mod grant;
 pub mod guard;

@@ -52,11 +52,8 @@ pub(crate) fn plugin_from_config(cfg: &Config, pc: &PluginConfig) -> Result<Plug
     if !valid_plugin_id(id) {
         return Err(format!("plugin id \"{id}\" must match [a-z][a-z0-9-]{{0,15}}"));
     }
-    if !pc.network.is_empty() {
-        return Err(format!(
-            "plugin \"{id}\": network grants ({}) are not supported yet; remove `network` to load it without network access",
-            pc.network.join(", ")
-        ));
+    for host in &pc.net {
+        crate::egress::HostPattern::parse(host).map_err(|e| format!("plugin \"{id}\": net: {e}"))?;
     }
     let base = cfg.source.as_ref().and_then(|p| p.parent()).map(Path::to_path_buf).unwrap_or_default();
     let path = base.join(&pc.path);
@@ -94,7 +91,7 @@ pub(crate) fn plugin_from_config(cfg: &Config, pc: &PluginConfig) -> Result<Plug
         id: id.clone(),
         wasm,
         origin: path.display().to_string(),
-        grant: Grant { fs, spawn: pc.spawn, memory_mb: pc.memory_mb, cpu_ms: pc.timeout_ms },
+        grant: Grant { fs, spawn: pc.spawn, memory_mb: pc.memory_mb, cpu_ms: pc.timeout_ms, net: pc.net.clone() },
     })
 }
 
@@ -146,17 +143,31 @@ pub(crate) async fn load_plugin(
             refused.join(", ")
         ));
     }
-    // No plugin holds a network grant (the web tools that would broker it do not exist),
-    // so a component that imports sockets or HTTP is refused now, by name, rather than
-    // loaded to have every socket call fail at run time.
+    // A plugin reaches the network only through `wasi:http`, and only with a `net`
+    // grant: without one, a component that imports sockets or HTTP is refused now, by
+    // name, rather than loaded to have every request fail at run time. Sockets are
+    // refused whatever the grant (the host has no guard for raw connections).
     let network = network_imports(pre.instance_pre().component(), engine);
-    if !network.is_empty() {
+    let sockets: Vec<&String> = network.iter().filter(|n| n.starts_with("wasi:sockets/")).collect();
+    if !sockets.is_empty() || (!network.is_empty() && c.grant.net.is_empty()) {
+        let shown = if sockets.is_empty() { network.clone() } else { sockets.iter().map(|s| s.to_string()).collect() };
+        let why = if sockets.is_empty() {
+            "but its entry grants no `net` hosts"
+        } else {
+            "but plugins reach the network only through wasi:http with a `net` grant, never raw sockets"
+        };
         return Err(format!(
-            "plugin \"{id}\" ({origin}) imports {}, but plugins get no network access; refusing to load it \
+            "plugin \"{id}\" ({origin}) imports {}, {why}; refusing to load it \
              (build it without networking, or leave it out)",
-            network.join(", ")
+            shown.join(", ")
         ));
     }
+    c.reach = if c.grant.net.is_empty() {
+        crate::egress::Reach::Nothing
+    } else {
+        let patterns = c.grant.net.iter().map(|h| crate::egress::HostPattern::parse(h)).collect::<Result<Vec<_>, _>>();
+        crate::egress::Reach::Only(patterns.map_err(|e| format!("plugin \"{id}\": net: {e}"))?)
+    };
     for t in &c.tools {
         let name = format!("{id}__{}", t.name);
         if name.len() > 64 {

@@ -111,8 +111,31 @@ pub struct CallRecord {
     /// Every refusal the host issued during the call (grants, policy, approvals).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub denials: Vec<Denial>,
+    /// Every network request the component made (method, URL, status, bytes, refusal).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requests: Vec<RequestRecord>,
     /// Unix time (ms) the call started.
     pub started_at_ms: u64,
+}
+
+/// One network request of a call, as its record keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    /// `GET`, `POST`, …
+    pub method: String,
+    /// The URL as the component asked for it (cut to 512 bytes).
+    pub url: String,
+    /// The response status, when one arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// Response body bytes passed to the component.
+    pub bytes: u64,
+    /// True when the egress guard refused it (nothing was sent).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub refused: bool,
+    /// What went wrong: the refusal, a network error, a cut at the deadline or cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// How a result too large to keep whole is stored.
@@ -378,6 +401,7 @@ mod tests {
             error_kind: None,
             approvals: vec![],
             denials: vec![],
+            requests: vec![],
             started_at_ms: 0,
         }
     }

@@ -37,7 +37,7 @@ async fn unknown_denied_and_bad_arguments_are_distinct() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn cancellation_by_token_and_by_drop() {
-    let grant = Grant { fs: FsGrant::None, spawn: false, memory_mb: None, cpu_ms: Some(60_000) };
+    let grant = Grant { fs: FsGrant::None, spawn: false, memory_mb: None, cpu_ms: Some(60_000), net: vec![] };
     let h = util::host(
         "[roles.t]\ntools = [\"slow__probe\", \"read_file\"]\n",
         vec![util::plugin("slow", "hostile", grant)],

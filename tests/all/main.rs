@@ -49,3 +49,5 @@ mod workspace_tests;
 mod markdown_preview;
 // workspace_git against the git CLI on repositories made here.
 mod git;
+// web_fetch and web_search against local servers, the egress guard, rebinding, net grants.
+mod web;

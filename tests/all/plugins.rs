@@ -61,7 +61,7 @@ path = "good.wasm"
 id = "net"
 path = "good.wasm"
 sha256 = "{sha}"
-network = ["example.com"]
+net = ["*.127.0.0.1"]
 [[plugins]]
 id = "Bad_Id"
 path = "good.wasm"
@@ -83,9 +83,12 @@ fs = {{ write = ["."] }}
     // Truncated and junk files: one clear error each, naming the file.
     assert!(errors.contains("plugin \"cut\"") && errors.contains("truncated.wasm"), "{errors}");
     assert!(errors.contains("plugin \"junk\"") && errors.contains("junk.wasm"), "{errors}");
-    // No pin, a network grant, a bad id, write on the whole workspace: refused at load.
+    // No pin, a bad net grant, a bad id, write on the whole workspace: refused at load.
     assert!(errors.contains("plugin \"unpinned\": no sha256 pin"), "{errors}");
-    assert!(errors.contains("network grants (example.com) are not supported yet"), "{errors}");
+    assert!(
+        errors.contains("plugin \"net\": net: host pattern \"*.127.0.0.1\" puts a wildcard on an address"),
+        "{errors}"
+    );
     assert!(errors.contains("plugin id \"Bad_Id\" must match"), "{errors}");
     assert!(errors.contains("never gets write access to the whole workspace"), "{errors}");
     // Roles naming tools a plugin does not declare are reported now, not at call time.
@@ -147,6 +150,7 @@ async fn wordcount_reads_only_its_granted_folder_and_the_log_shows_it() {
         spawn: false,
         memory_mb: None,
         cpu_ms: None,
+        net: vec![],
     };
     b.plugin(spec);
     let h = b.build().await.unwrap();
@@ -194,6 +198,7 @@ async fn a_write_grant_cannot_link_in_or_symlink_out_and_the_log_shows_it() {
         spawn: false,
         memory_mb: None,
         cpu_ms: None,
+        net: vec![],
     };
     b.plugin(util::plugin("w", "hostile", grant));
     let h = b.build().await.unwrap();

@@ -42,7 +42,7 @@ async fn config_narrows_a_builtin_and_sets_limits() {
     let r = h.call(&Context::new(ws.path()), "list_dir", json!({})).await;
     assert_eq!(r.status, Status::Ok);
     // A per-tool CPU deadline applies to that tool.
-    let grant = Grant { fs: FsGrant::None, spawn: false, memory_mb: None, cpu_ms: None };
+    let grant = Grant { fs: FsGrant::None, spawn: false, memory_mb: None, cpu_ms: None, net: vec![] };
     let h = util::host(
         "[roles.t]\ntools = [\"lp__probe\"]\n[tools.lp__probe]\ncpu_ms = 300\n",
         vec![util::plugin("lp", "hostile", grant)],
@@ -61,7 +61,11 @@ async fn config_and_state_dir_inside_the_workspace_are_protected() {
     let mut b = HostBuilder::new();
     b.config(Config::load(&cfg_path).unwrap());
     b.state_dir(ws.path().join(".cheng-state")).cache_dir(util::shared_state().join("cache"));
-    b.plugin(util::plugin("pp", "hostile", Grant { fs: FsGrant::Read, spawn: false, memory_mb: None, cpu_ms: None }));
+    b.plugin(util::plugin(
+        "pp",
+        "hostile",
+        Grant { fs: FsGrant::Read, spawn: false, memory_mb: None, cpu_ms: None, net: vec![] },
+    ));
     let h = b.build().await.unwrap();
     let cx = Context::new(ws.path()).role("t");
     let protected = |target: &str| {

@@ -28,9 +28,9 @@ async fn fixture() -> Fixture {
     std::fs::write(outside.path().join("secret.txt"), "TOPSECRET").unwrap();
     symlink(outside.path().join("secret.txt"), ws.path().join("link_out")).unwrap();
     symlink("inside.txt", ws.path().join("link_in")).unwrap();
-    let read = Grant { fs: FsGrant::Read, spawn: false, memory_mb: None, cpu_ms: None };
+    let read = Grant { fs: FsGrant::Read, spawn: false, memory_mb: None, cpu_ms: None, net: vec![] };
     let write_out = Grant { fs: FsGrant::Scoped { read: vec![], write: vec!["out".into()] }, ..read.clone() };
-    let tight = Grant { fs: FsGrant::Read, spawn: false, memory_mb: Some(32), cpu_ms: Some(400) };
+    let tight = Grant { fs: FsGrant::Read, spawn: false, memory_mb: Some(32), cpu_ms: Some(400), net: vec![] };
     let spawner = Grant { spawn: true, ..read.clone() };
     let host = util::host(
         ROLE,
@@ -153,7 +153,7 @@ async fn a_component_that_asks_for_the_network_is_refused_at_load() {
     assert!(
         errors.contains("plugin \"net\"")
             && errors.contains("wasi:sockets/tcp")
-            && errors.contains("no network access"),
+            && errors.contains("never raw sockets"),
         "{errors}"
     );
     let cx = Context::new(ws.path()).role("t");

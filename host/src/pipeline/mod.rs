@@ -25,10 +25,12 @@ use std::time::Duration;
 
 pub use admit::MAX_INPUT_BYTES;
 pub(crate) use record::RecordSink;
-pub(crate) use scope::CallScope;
+pub use scope::MAX_RECORDED_REQUESTS;
+pub(crate) use scope::{CallScope, NetRequest};
 
 use crate::records::{CallRecord, Status};
 use crate::runtime::bindings::CallCaps;
+use crate::runtime::bindings::http::HttpHooks;
 use crate::runtime::call::CallSpec;
 use crate::{Context, ErrorKind, Host, ToolResult};
 
@@ -137,6 +139,8 @@ impl Host {
             mounts: &effective.mounts,
             memory: (effective.memory_mb as usize).saturating_mul(1 << 20),
             cpu: Duration::from_millis(effective.cpu_ms),
+            http: HttpHooks::for_call(inner.egress.clone(), scope.clone(), entry.component.reach.clone()),
+            env: &entry.component.env,
             caps,
         });
         let wall = Duration::from_millis(inner.config.limits.wall_ms);

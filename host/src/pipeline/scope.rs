@@ -2,13 +2,13 @@
 //! id and start, who is calling, the input, the approvals it waited on, the refusals the
 //! host issued, how many commands it has in flight, and where its record goes.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::approvals::ApprovalOutcome;
 use crate::capability::Denial;
-use crate::records::{self, CallRecord, Status};
+use crate::records::{self, CallRecord, RequestRecord, Status};
 use crate::{Context, ErrorKind, ToolResult};
 
 /// One call in progress.
@@ -26,6 +26,7 @@ pub(crate) struct CallScope {
     approvals: Mutex<Vec<ApprovalOutcome>>,
     denials: Mutex<Vec<Denial>>,
     processes: AtomicUsize,
+    requests: Mutex<Vec<Arc<NetRequest>>>,
     /// Whether a `running` line (with the arguments) was handed to the log.
     running_written: AtomicBool,
 }
@@ -47,6 +48,7 @@ impl CallScope {
             approvals: Mutex::default(),
             denials: Mutex::default(),
             processes: AtomicUsize::new(0),
+            requests: Mutex::default(),
             running_written: AtomicBool::new(false),
         }
     }
@@ -73,6 +75,25 @@ impl CallScope {
     /// kind is then the host's refusal passed on, not the component's own claim.
     pub fn denied_as(&self, kind: ErrorKind) -> bool {
         lock(&self.denials).iter().any(|d| d.kind == kind)
+    }
+
+    /// A network request begins: its entry in the record, updated as it goes. A call
+    /// keeps at most [`MAX_RECORDED_REQUESTS`] entries; past them a request is still
+    /// counted by the entry that is handed back, but not listed.
+    pub fn request(&self, method: &str, url: &str) -> Arc<NetRequest> {
+        let entry = Arc::new(NetRequest {
+            method: method.to_string(),
+            url: cheng_contract::text::escape_line(&cut(url, 512)),
+            status: AtomicU32::new(0),
+            bytes: AtomicU64::new(0),
+            refused: AtomicBool::new(false),
+            error: Mutex::new(None),
+        });
+        let mut list = lock(&self.requests);
+        if list.len() < MAX_RECORDED_REQUESTS {
+            list.push(entry.clone());
+        }
+        entry
     }
 
     /// A command starts or ends (`+1` / `-1`).
@@ -140,7 +161,64 @@ impl CallScope {
             error_kind: kind.map(|k| k.code().to_string()),
             approvals: lock(&self.approvals).clone(),
             denials: lock(&self.denials).clone(),
+            requests: lock(&self.requests).iter().map(|r| r.record()).collect(),
             started_at_ms: self.started_at_ms,
+        }
+    }
+}
+
+/// Requests listed in one call's record.
+pub const MAX_RECORDED_REQUESTS: usize = 64;
+
+fn cut(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    format!("{}…", &s[..s.floor_char_boundary(max)])
+}
+
+/// One network request of a call in progress, as the egress hook updates it.
+#[derive(Debug)]
+pub(crate) struct NetRequest {
+    method: String,
+    url: String,
+    status: AtomicU32,
+    bytes: AtomicU64,
+    refused: AtomicBool,
+    error: Mutex<Option<String>>,
+}
+
+impl NetRequest {
+    /// The guard refused it.
+    pub fn refuse(&self, message: &str) {
+        self.refused.store(true, Ordering::Relaxed);
+        *lock(&self.error) = Some(message.to_string());
+    }
+
+    /// It failed (the first failure is kept).
+    pub fn fail(&self, message: &str) {
+        lock(&self.error).get_or_insert_with(|| message.to_string());
+    }
+
+    /// Its response status arrived.
+    pub fn status(&self, code: u16) {
+        self.status.store(code as u32, Ordering::Relaxed);
+    }
+
+    /// Body bytes passed on.
+    pub fn add_bytes(&self, n: u64) {
+        self.bytes.fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn record(&self) -> RequestRecord {
+        let status = self.status.load(Ordering::Relaxed);
+        RequestRecord {
+            method: self.method.clone(),
+            url: self.url.clone(),
+            status: (status != 0).then_some(status as u16),
+            bytes: self.bytes.load(Ordering::Relaxed),
+            refused: self.refused.load(Ordering::Relaxed),
+            error: lock(&self.error).clone(),
         }
     }
 }

@@ -46,7 +46,21 @@ pub const TABLES: &[(&str, &[&str])] = &[
             "allowed_origins",
         ],
     ),
-    ("[[plugins]]", &["id", "path", "sha256", "fs", "spawn", "network", "memory_mb", "timeout_ms"]),
+    ("[[plugins]]", &["id", "path", "sha256", "fs", "spawn", "net", "memory_mb", "timeout_ms"]),
+    (
+        "[web]",
+        &[
+            "allow_hosts",
+            "deny_hosts",
+            "allow_private",
+            "timeout_ms",
+            "connect_timeout_ms",
+            "max_bytes",
+            "proxy",
+            "user_agent",
+        ],
+    ),
+    ("[web.search]", &["provider", "url", "api_key_env"]),
 ];
 
 /// The tables other than `current` that accept `key`, as a hint: "`key` belongs in

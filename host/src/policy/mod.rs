@@ -31,6 +31,7 @@
 
 pub mod keys;
 pub mod process;
+pub mod web;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -40,6 +41,7 @@ use serde::Deserialize;
 
 use crate::grant::{Grant, Mount};
 pub use process::ProcessConfig;
+pub use web::{Provider, SearchConfig, SearchSettings, Web, WebConfig};
 
 /// Tools of the built-in `recon` role: inspection only.
 pub const RECON_TOOLS: &[&str] = &[
@@ -117,6 +119,9 @@ pub struct Config {
     /// `cheng serve` (`[serve]`): limits, approvals through the client, allowed hosts.
     #[serde(default)]
     pub serve: ServeConfig,
+    /// The web tools' reach and limits (`[web]`, `[web.search]`).
+    #[serde(default)]
+    pub web: WebConfig,
     /// Load plugins whose entry has no `sha256` (default false: a pin is required).
     #[serde(default)]
     pub allow_unpinned_plugins: bool,
@@ -337,9 +342,11 @@ pub struct PluginConfig {
     /// Process spawning through the host.
     #[serde(default)]
     pub spawn: bool,
-    /// Network hosts (refused at load until the web tools exist).
-    #[serde(default)]
-    pub network: Vec<String>,
+    /// Hosts the plugin may reach over `wasi:http` (`api.example.com`, `*.example.com`,
+    /// an address; optionally `:port`), through the same guard as the web tools. Empty:
+    /// no network, and a plugin that imports `wasi:http` or sockets is refused at load.
+    #[serde(default, alias = "network")]
+    pub net: Vec<String>,
     /// Memory limit in MiB.
     pub memory_mb: Option<u64>,
     /// CPU deadline in milliseconds.
@@ -414,6 +421,7 @@ impl Config {
         cfg.source = source;
         cfg.policy()?;
         cfg.process.validate().map_err(err)?;
+        cfg.web.read(&|_| None).map_err(err)?;
         if cfg.approvals.timeout_ms < MIN_APPROVAL_TIMEOUT_MS {
             return Err(err(format!(
                 "[approvals] timeout_ms = {} is below the floor of {MIN_APPROVAL_TIMEOUT_MS} ms; a request must be \
@@ -706,9 +714,22 @@ path = "acme.wasm"
 sha256 = "00"
 fs = "read"
 spawn = false
-network = []
+net = []
 memory_mb = 64
 timeout_ms = 10000
+[web]
+allow_hosts = ["*.example.com"]
+deny_hosts = ["bad.example.com"]
+allow_private = ["10.20.0.0/16"]
+timeout_ms = 20000
+connect_timeout_ms = 10000
+max_bytes = 5242880
+proxy = "http://proxy.internal:3128"
+user_agent = "cheng"
+[web.search]
+provider = "searxng"
+url = "https://searx.internal"
+api_key_env = "SEARCH_KEY"
 "#;
 
     #[test]
@@ -733,6 +754,8 @@ timeout_ms = 10000
             "[roles.r]\n",
             "[tools.read_file]\n",
             "[process]\n",
+            "[web]\n",
+            "[web.search]\n",
         ];
         for h in headers {
             let e = Config::from_toml_str(&format!("{h}zz_unknown = 1\n"), "x.toml").unwrap_err().to_string();

@@ -7,6 +7,7 @@ use std::time::Duration;
 use wasmtime::{Store, Trap, UpdateDeadline};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
+use super::bindings::http::HttpHooks;
 use super::bindings::{CallCaps, ChengCtx, ToolPre, types};
 use super::store::{CapturedOutput, CpuBudget, Limiter, StoreState};
 use crate::error::ErrorKind;
@@ -54,17 +55,27 @@ pub(crate) struct CallSpec<'a> {
     pub cpu: Duration,
     /// What the imports may use.
     pub caps: CallCaps,
+    /// Where `wasi:http` requests may go.
+    pub http: HttpHooks,
+    /// The component's environment: settings the host gives it (never the host's own).
+    pub env: &'a [(String, String)],
 }
 
 fn wasi_ctx(
     mounts: &[Mount],
     guard: Option<&Guard>,
+    env: &[(String, String)],
     out: &CapturedOutput,
     err: &CapturedOutput,
 ) -> Result<wasmtime_wasi::WasiCtx, String> {
     let mut b = WasiCtxBuilder::new();
-    // No environment, no arguments, no stdin, no sockets, no name lookup: the default
-    // builder grants none of them; the network switches are spelled out anyway.
+    for (k, v) in env {
+        b.env(k, v);
+    }
+    // No environment but the settings the host hands this component, no arguments, no
+    // stdin, no sockets, no name lookup: the default builder grants none of them; the
+    // network switches are spelled out anyway (HTTP goes through `wasi:http` and the
+    // host's egress guard).
     b.stdout(out.clone())
         .stderr(err.clone())
         .allow_tcp(false)
@@ -105,12 +116,15 @@ fn new_store(
     wasi: wasmtime_wasi::WasiCtx,
     memory: usize,
     cheng: ChengCtx,
+    hooks: HttpHooks,
 ) -> Store<StoreState> {
     let state = StoreState {
         wasi,
         table: wasmtime::component::ResourceTable::new(),
         limiter: Limiter { memory_limit: memory, hit: false },
         cheng,
+        http: wasmtime_wasi_http::WasiHttpCtx::new(),
+        hooks,
     };
     let mut store = Store::new(engine, state);
     store.limiter(|s| &mut s.limiter);
@@ -134,8 +148,8 @@ pub async fn describe(
     cpu: Duration,
 ) -> Result<Vec<types::ToolSpec>, String> {
     let out = CapturedOutput::default();
-    let wasi = wasi_ctx(&[], None, &out, &out)?;
-    let mut store = new_store(engine, wasi, memory, ChengCtx::describe(CpuBudget::new(cpu)));
+    let wasi = wasi_ctx(&[], None, &[], &out, &out)?;
+    let mut store = new_store(engine, wasi, memory, ChengCtx::describe(CpuBudget::new(cpu)), HttpHooks::refusing());
     let r = async {
         let tool = pre.instantiate_async(&mut store).await?;
         tool.call_describe(&mut store).await
@@ -148,7 +162,7 @@ pub async fn describe(
 pub(crate) async fn call(spec: CallSpec<'_>) -> GuestOutcome {
     let out = CapturedOutput::default();
     let err = CapturedOutput::default();
-    let wasi = match wasi_ctx(spec.mounts, Some(spec.guard), &out, &err) {
+    let wasi = match wasi_ctx(spec.mounts, Some(spec.guard), spec.env, &out, &err) {
         Ok(w) => w,
         Err(message) => {
             return GuestOutcome::Failed { kind: ErrorKind::Io, message, terminal: false };
@@ -164,7 +178,8 @@ pub(crate) async fn call(spec: CallSpec<'_>) -> GuestOutcome {
         call_id: call_id.clone(),
         protected: spec.caps.protected.clone(),
     };
-    let mut store = new_store(spec.engine, wasi, spec.memory, ChengCtx::for_call(spec.caps, CpuBudget::new(spec.cpu)));
+    let mut store =
+        new_store(spec.engine, wasi, spec.memory, ChengCtx::for_call(spec.caps, CpuBudget::new(spec.cpu)), spec.http);
     let result = async {
         let tool = spec.pre.instantiate_async(&mut store).await?;
         tool.call_call(&mut store, spec.local_name, spec.input, &ctx).await

@@ -81,6 +81,12 @@ pub struct LoadedComponent {
     pub tools: Vec<ToolSpec>,
     /// What the operator granted it (built-ins: their declared needs).
     pub grant: crate::grant::Grant,
+    /// The hosts it may reach over `wasi:http`: built-ins that declare network needs
+    /// reach public hosts; a plugin reaches its `net` grant; others nothing.
+    pub reach: crate::egress::Reach,
+    /// Its environment: settings the host gives it (the web component's `[web]`
+    /// settings, never a secret); empty for others.
+    pub env: Vec<(String, String)>,
     source: Source,
     pre: OnceCell<ToolPre<StoreState>>,
 }
@@ -112,11 +118,17 @@ impl LoadedComponent {
             sha256,
             tools: Vec::new(),
             grant: crate::grant::Grant::builtin(),
+            reach: crate::egress::Reach::Nothing,
+            env: Vec::new(),
             source,
             pre: OnceCell::new(),
         };
+        let reach_of = |tools: &[ToolSpec]| match tools.iter().any(|t| !t.needs.network.is_empty()) {
+            true => crate::egress::Reach::Public,
+            false => crate::egress::Reach::Nothing,
+        };
         if let Some(tools) = cached {
-            return Ok(LoadedComponent { tools, ..me });
+            return Ok(LoadedComponent { reach: reach_of(&tools), tools, ..me });
         }
         let pre = me.pre(engine, linker, cache, on_compile).await?.clone();
         let specs = super::call::describe(engine, &pre, DESCRIBE_MEMORY, DESCRIBE_CPU)
@@ -132,7 +144,7 @@ impl LoadedComponent {
         {
             let _ = crate::atomic::write_atomic(f, &json);
         }
-        Ok(LoadedComponent { tools, ..me })
+        Ok(LoadedComponent { reach: reach_of(&tools), tools, ..me })
     }
 
     /// The prepared instance, compiling (or loading from the cache) on first use.

@@ -13,6 +13,7 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamError};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use super::bindings::http::HttpHooks;
 use super::bindings::{ChengCtx, ChengHostView, ChengView};
 
 /// Bytes of a guest's stdout and of its stderr kept for the log; the rest is counted
@@ -91,6 +92,14 @@ pub struct StoreState {
     pub(crate) table: ResourceTable,
     pub(crate) limiter: Limiter,
     pub(crate) cheng: ChengCtx,
+    pub(crate) http: wasmtime_wasi_http::WasiHttpCtx,
+    pub(crate) hooks: HttpHooks,
+}
+
+impl wasmtime_wasi_http::WasiHttpView for StoreState {
+    fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
+        wasmtime_wasi_http::WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.hooks }
+    }
 }
 
 impl ChengHostView for StoreState {

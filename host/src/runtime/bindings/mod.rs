@@ -8,8 +8,10 @@
 //! | `cheng:tool/process` | [`process`] | policy, approval, then a confined, bounded child |
 //! | `cheng:tool/run-state` | [`run_state`] | per-run data, scoped to the component |
 //! | `cheng:tool/log` | [`log`] | guest log lines into `tracing` |
+//! | `wasi:http/outgoing-handler` | [`http`] | the egress guard, then a connection to the checked address |
 //!
-//! WASI comes from `wasmtime-wasi` (`p2`), limited per call by the store's context.
+//! WASI comes from `wasmtime-wasi` (`p2`), limited per call by the store's context;
+//! `wasi:http` from `wasmtime-wasi-http`, with the host's own hook sending requests.
 //!
 //! The shape is wasmtime's: a state struct ([`ChengCtx`]), a borrowed view
 //! ([`ChengView`]) on which every generated `Host` trait is implemented, a trait the
@@ -21,6 +23,7 @@
 pub mod approval;
 mod convert;
 pub mod fs;
+pub mod http;
 pub mod log;
 pub mod process;
 pub mod run_state;
@@ -131,10 +134,11 @@ impl HasData for HasCheng {
 impl types::Host for ChengView<'_> {}
 
 /// Add the `tool` world's imports and WASI to `linker`.
-pub fn add_to_linker<T: ChengHostView + wasmtime_wasi::WasiView + 'static>(
+pub fn add_to_linker<T: ChengHostView + wasmtime_wasi::WasiView + wasmtime_wasi_http::WasiHttpView + 'static>(
     linker: &mut Linker<T>,
 ) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
     Tool::add_to_linker::<T, HasCheng>(linker, |t| t.cheng())?;
     Ok(())
 }

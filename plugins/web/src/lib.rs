@@ -1,0 +1,330 @@
+//! The `web` component: `web_fetch` and `web_search`. No filesystem; the network only
+//! through `wasi:http`, which the host guards (every address checked, the connection
+//! made to the checked address, a deadline and a byte cap on every request).
+//!
+//! The operator's `[web]` settings reach the component as its environment
+//! (`CHENG_WEB_*`: the byte cap, the time limit, the search provider and its endpoint,
+//! whether the host holds a key) — never a secret: a search API key is added to the
+//! request by the host.
+//!
+//! Both tools are the least robust in the box, and say so when they fail: a network
+//! error is reported as one (and the model told not to invent what it could not
+//! fetch), an HTTP status is shown before the body, and a results page the parser no
+//! longer recognises is reported as a parser problem, not an empty result.
+
+pub mod http;
+pub mod search;
+
+use cheng_sdk::prelude::*;
+use cheng_sdk::{ErrorKind, FsAccess};
+use url::Url;
+
+use crate::http::NetError;
+
+/// Default and largest `max_bytes` of `web_fetch`'s text.
+pub const DEFAULT_TEXT_BYTES: u64 = 100_000;
+/// Largest text `web_fetch` returns.
+pub const MAX_TEXT_BYTES: u64 = 1_000_000;
+
+/// The operator's settings, from the environment the host gives the component.
+pub struct Settings {
+    /// Bytes read from the wire per response.
+    pub max_bytes: usize,
+    /// A request's time limit (the host enforces it; this is for messages).
+    pub timeout_ms: u64,
+    /// `duckduckgo`, `searxng` or `brave`.
+    pub provider: String,
+    /// The provider's endpoint.
+    pub search_url: String,
+    /// Whether the host holds the provider's key.
+    pub key_present: bool,
+    /// The variable the key is read from.
+    pub key_env: String,
+}
+
+impl Settings {
+    /// Read them (defaults when run outside the host).
+    pub fn from_env() -> Settings {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        Settings {
+            max_bytes: var("CHENG_WEB_MAX_BYTES").and_then(|v| v.parse().ok()).unwrap_or(5 << 20),
+            timeout_ms: var("CHENG_WEB_TIMEOUT_MS").and_then(|v| v.parse().ok()).unwrap_or(20_000),
+            provider: var("CHENG_WEB_SEARCH_PROVIDER").unwrap_or_else(|| "duckduckgo".into()),
+            search_url: var("CHENG_WEB_SEARCH_URL").unwrap_or_else(|| "https://html.duckduckgo.com/html/".into()),
+            key_present: var("CHENG_WEB_SEARCH_KEY").as_deref() == Some("set"),
+            key_env: var("CHENG_WEB_SEARCH_KEY_ENV").unwrap_or_else(|| "BRAVE_API_KEY".into()),
+        }
+    }
+}
+
+const NEEDS: Needs = Needs { fs: FsAccess::None, spawn: false, network: &["*"] };
+
+/// A failure for a request that did not produce a response.
+pub(crate) fn net_failure(what: &str, e: NetError) -> Failure {
+    match e {
+        NetError::Refused(m) => Failure::new(
+            ErrorKind::NotGranted,
+            format!("{m}. The host does not fetch this address; do not retry it or look for another way to reach it."),
+        ),
+        NetError::BadUrl(m) => Failure::invalid_argument(m),
+        NetError::Unreachable(m) => Failure::new(
+            ErrorKind::Io,
+            format!(
+                "could not reach {what}: {m}. This is a network error (the request did not reach the service). \
+                 Tell the user it could not be reached; do not guess or invent its content or sources."
+            ),
+        )
+        .with_terminal(false),
+        NetError::TooManyRedirects(chain) => Failure::new(
+            ErrorKind::TooLarge,
+            format!(
+                "stopped after {} redirects: {}. Fetch the last URL directly if it is the page you want.",
+                http::MAX_REDIRECTS,
+                chain.join(" -> ")
+            ),
+        ),
+    }
+}
+
+/// A URL the model sent, checked: absolute, http or https.
+pub(crate) fn parse_url(text: &str) -> Result<Url, Failure> {
+    let url = Url::parse(text.trim()).map_err(|e| {
+        Failure::invalid_argument(format!("\"{text}\" is not an absolute URL ({e}); write it as https://host/path"))
+    })?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(Failure::new(
+            ErrorKind::NotGranted,
+            format!("refused: {}: URLs are not fetched; only http and https are", url.scheme()),
+        ));
+    }
+    Ok(url)
+}
+
+/// A status code with its reason phrase, for the common ones.
+pub(crate) fn status_line(code: u16) -> String {
+    let reason = match code {
+        200 => "OK",
+        201 => "Created",
+        204 => "No Content",
+        301 => "Moved Permanently",
+        302 => "Found",
+        304 => "Not Modified",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        410 => "Gone",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "",
+    };
+    if reason.is_empty() { code.to_string() } else { format!("{code} {reason}") }
+}
+
+#[cheng_sdk::schema]
+#[serde(deny_unknown_fields)]
+pub struct FetchInput {
+    /// The page: an absolute http:// or https:// URL.
+    url: String,
+    /// Cap on the returned text in bytes (default 100000, at most 1000000); longer text
+    /// keeps its head and tail.
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1000000))]
+    max_bytes: Option<u64>,
+}
+
+#[cheng_sdk::schema]
+#[derive(Default)]
+pub struct FetchOutput {
+    /// True when a response arrived (whatever its status).
+    success: bool,
+    /// One line: status, final URL, type, size, title.
+    summary: String,
+    /// The URL asked for.
+    url: String,
+    /// The URL that answered, after redirects.
+    final_url: String,
+    /// URLs that redirected, in order.
+    redirects: Vec<String>,
+    /// The HTTP status (a 404 is a response, not a failure: read it).
+    status: u16,
+    /// The Content-Type the server sent.
+    content_type: Option<String>,
+    /// The page's title (HTML).
+    title: Option<String>,
+    /// The body as text: HTML reduced to its readable text; plain text and JSON as
+    /// sent; other types described, not shown.
+    text: String,
+    /// True when the body was cut on the wire (size or time cap) or the text was cut
+    /// to max_bytes.
+    truncated: bool,
+    /// Body bytes read from the wire.
+    bytes: u64,
+    /// Never set on success.
+    error_kind: Option<String>,
+    /// False on success.
+    terminal: bool,
+    /// Never set on success.
+    error: Option<String>,
+}
+
+/// What a body is, from its declared type and its first bytes.
+#[derive(Debug, PartialEq, Eq)]
+enum Kind {
+    Html,
+    Text,
+    Other(String),
+}
+
+fn kind_of(content_type: Option<&str>, body: &[u8]) -> Kind {
+    let ct = content_type.map(|c| c.split(';').next().unwrap_or("").trim().to_ascii_lowercase()).unwrap_or_default();
+    let head = String::from_utf8_lossy(&body[..body.len().min(512)]).to_ascii_lowercase();
+    let looks_html = head.trim_start().starts_with("<!doctype html") || head.contains("<html");
+    match ct.as_str() {
+        "text/html" | "application/xhtml+xml" => Kind::Html,
+        "" | "application/octet-stream" if looks_html => Kind::Html,
+        "" if !body.contains(&0) => Kind::Text,
+        c if c.starts_with("text/")
+            || c.ends_with("+json")
+            || c.ends_with("+xml")
+            || matches!(
+                c,
+                "application/json" | "application/xml" | "application/javascript" | "application/x-ndjson"
+            ) =>
+        {
+            Kind::Text
+        }
+        c => Kind::Other(if c.is_empty() { "an unknown type".into() } else { c.to_string() }),
+    }
+}
+
+/// `web_fetch`.
+pub struct WebFetch;
+impl Tool for WebFetch {
+    const NAME: &'static str = "web_fetch";
+    const DESCRIPTION: &'static str = "Fetch a web page (http or https) and return it as text: HTML reduced to \
+        its title and readable text (scripts, styles and tags removed), plain text and JSON as sent, other types \
+        described. Shows the HTTP status and the final URL after redirects (at most 5) before the text; a 404 or \
+        an error page is a response to read, not a failure. Output capped by max_bytes (default 100000), with a \
+        time limit. Loopback, private, link-local and cloud-metadata addresses are refused. Ordinary HTTP: no \
+        JavaScript runs, so pages built by scripts may come back nearly empty.";
+    const NEEDS: Needs = NEEDS;
+    type Input = FetchInput;
+    type Output = FetchOutput;
+
+    fn run(input: FetchInput, _cx: &Context) -> Result<FetchOutput, Failure> {
+        let max_text = match input.max_bytes {
+            None => DEFAULT_TEXT_BYTES,
+            Some(n) if (1..=MAX_TEXT_BYTES).contains(&n) => n,
+            Some(n) => {
+                return Err(Failure::invalid_argument(format!(
+                    "max_bytes {n} is out of range: use 1 to {MAX_TEXT_BYTES}"
+                )));
+            }
+        } as usize;
+        let settings = Settings::from_env();
+        let url = parse_url(&input.url)?;
+        let accept = "text/html,application/xhtml+xml,text/plain;q=0.9,application/json;q=0.9,*/*;q=0.5".to_string();
+        let r = http::get(&url, &[("accept", accept)], settings.max_bytes, settings.timeout_ms)
+            .map_err(|e| net_failure(url.as_str(), e))?;
+        let kind = kind_of(r.content_type.as_deref(), &r.body);
+        let mut title = None;
+        let full = match &kind {
+            Kind::Html => {
+                let s = cheng_html::summarize_html(&String::from_utf8_lossy(&r.body));
+                title = s.title;
+                s.text
+            }
+            Kind::Text => String::from_utf8_lossy(&r.body).into_owned(),
+            Kind::Other(t) => format!(
+                "({t}, {} bytes: not text, so not shown. Download it with a command if it is needed.)",
+                r.body.len()
+            ),
+        };
+        let (text, text_cut) = cheng_sdk::text::head_tail(&full, max_text);
+        let mut summary = format!("HTTP {} from {}", status_line(r.status), r.final_url);
+        let ct = r.content_type.clone().unwrap_or_else(|| "no content type".into());
+        summary.push_str(&format!(" ({ct}, {} bytes", r.wire_bytes));
+        if let Some(cut) = &r.cut {
+            summary.push_str(&format!(", {cut}"));
+        }
+        summary.push(')');
+        if let Some(t) = &title {
+            summary.push_str(&format!(": \"{}\"", cheng_sdk::text::cut_chars(t, 120)));
+        }
+        if !r.redirects.is_empty() {
+            summary.push_str(&format!(
+                " after {} redirect{}",
+                r.redirects.len(),
+                if r.redirects.len() == 1 { "" } else { "s" }
+            ));
+        }
+        if text.trim().is_empty() && kind == Kind::Html {
+            summary.push_str("; the page has no readable text (it may be built by scripts, which do not run here)");
+        }
+        Ok(FetchOutput {
+            success: true,
+            summary,
+            url: input.url,
+            final_url: r.final_url.to_string(),
+            redirects: r.redirects,
+            status: r.status,
+            content_type: r.content_type,
+            title,
+            text,
+            truncated: r.truncated || text_cut,
+            bytes: r.wire_bytes,
+            error_kind: None,
+            terminal: false,
+            error: None,
+        })
+    }
+}
+
+/// `web_search`.
+pub struct WebSearch;
+impl Tool for WebSearch {
+    const NAME: &'static str = "web_search";
+    const DESCRIPTION: &'static str = "Search the web and return results (title, url, snippet) from the \
+        configured provider (a search engine's HTML results page by default; SearXNG or the Brave Search API if \
+        the operator set one up). When the results page cannot be read or the network cannot be reached the \
+        result says so plainly: report that to the user instead of inventing sources, and do not reword the \
+        query to get around a parser failure. Follow up with web_fetch to read a result.";
+    const NEEDS: Needs = NEEDS;
+    type Input = search::SearchInput;
+    type Output = search::SearchOutput;
+
+    fn run(input: search::SearchInput, _cx: &Context) -> Result<search::SearchOutput, Failure> {
+        search::run(input, &Settings::from_env())
+    }
+}
+
+cheng_sdk::export_tools!(WebFetch, WebSearch);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds() {
+        assert_eq!(kind_of(Some("text/html; charset=utf-8"), b"x"), Kind::Html);
+        assert_eq!(kind_of(None, b"<!DOCTYPE html><p>x"), Kind::Html);
+        assert_eq!(kind_of(Some("application/json"), b"{}"), Kind::Text);
+        assert_eq!(kind_of(Some("application/ld+json"), b"{}"), Kind::Text);
+        assert_eq!(kind_of(Some("image/png"), b"\x89PNG"), Kind::Other("image/png".into()));
+        assert_eq!(kind_of(None, b"\0\x01"), Kind::Other("an unknown type".into()));
+    }
+
+    #[test]
+    fn urls() {
+        assert!(parse_url("https://example.com/a?b").is_ok());
+        assert!(parse_url("example.com").is_err());
+        let f = parse_url("file:///etc/passwd").unwrap_err();
+        assert!(f.message.contains("only http and https"), "{}", f.message);
+        assert_eq!(status_line(404), "404 Not Found");
+        assert_eq!(status_line(299), "299");
+    }
+}
