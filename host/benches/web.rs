@@ -51,6 +51,12 @@ async fn server() -> SocketAddr {
         body.len()
     );
     let reply: &'static [u8] = Box::leak(reply.into_bytes().into_boxed_slice());
+    let text = "a line of plain text, the same size as the page\n".repeat(body.len() / 48 + 1);
+    let plain = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+        text.len()
+    );
+    let plain: &'static [u8] = Box::leak(plain.into_bytes().into_boxed_slice());
     tokio::spawn(async move {
         while let Ok((mut c, _)) = listener.accept().await {
             tokio::spawn(async move {
@@ -62,7 +68,8 @@ async fn server() -> SocketAddr {
                         Ok(n) => head.extend_from_slice(&buf[..n]),
                     }
                 }
-                let _ = c.write_all(reply).await;
+                let is_text = head.starts_with(b"GET /page.txt");
+                let _ = c.write_all(if is_text { plain } else { reply }).await;
                 let _ = c.shutdown().await;
             });
         }
@@ -127,6 +134,40 @@ async fn main() {
         b.push(native().await);
     }
     report("web_fetch 100 KB page, in process", "reqwest GET", a, b);
+    // The same size of plain text: the transport, the guard, the component and the
+    // record without the HTML step.
+    let text_url = format!("http://{addr}/page.txt");
+    let (mut a, mut b) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for _ in 0..n {
+        let t = Instant::now();
+        let r = h.call(&cx, "web_fetch", json!({"url": text_url})).await;
+        a.push(t.elapsed());
+        assert!(r.status == Status::Ok && r.output["status"] == 200, "{}", r.output["summary"]);
+        let t = Instant::now();
+        let body = client.get(&text_url).send().await.unwrap().bytes().await.unwrap();
+        b.push(t.elapsed());
+        assert!(body.len() > 100_000);
+    }
+    report("web_fetch 100 KB text/plain, in process", "reqwest GET", a, b);
+    // Where the time goes: the same page turned into text by workspace_preview (the same
+    // HTML code, no network), and a call that does nothing (think).
+    let content = page();
+    let (mut p, mut t) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for _ in 0..n {
+        let s = Instant::now();
+        let r = h.call(&cx, "workspace_preview", json!({"operation": "html", "content": content})).await;
+        p.push(s.elapsed());
+        assert_eq!(r.status, Status::Ok);
+        let s = Instant::now();
+        let r = h.call(&cx, "think", json!({"thought": "x"})).await;
+        t.push(s.elapsed());
+        assert_eq!(r.status, Status::Ok);
+    }
+    println!(
+        "  of which: the same page to text by workspace_preview p50 {:.3} ms; an empty call (think) p50 {:.3} ms",
+        ms(p50(p)),
+        ms(p50(t))
+    );
     drop(h);
 
     // Whole processes: the CLI (a fresh host each time, components from the cache)

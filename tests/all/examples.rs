@@ -202,3 +202,18 @@ fn shlex_words(s: &str) -> Vec<String> {
     }
     words
 }
+
+/// The README's configuration reference is a file the host accepts: every key it shows
+/// exists where it shows it, with a value of the right shape.
+#[test]
+fn the_readme_configuration_reference_parses() {
+    let readme = std::fs::read_to_string(util::repo().join("README.md")).unwrap();
+    let at = readme.find("## Configuration (`cheng.toml`)").expect("the README has a configuration section");
+    let rest = &readme[at..];
+    let start = rest.find("```toml\n").unwrap() + "```toml\n".len();
+    let block = &rest[start..start + rest[start..].find("```").unwrap()];
+    assert!(block.contains("[web]") && block.contains("[web.search]") && block.contains("net = "));
+    if let Err(e) = cheng_host::policy::Config::from_toml_str(block, "README.md") {
+        panic!("the README's configuration does not parse: {e}");
+    }
+}
