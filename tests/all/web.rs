@@ -619,3 +619,54 @@ async fn a_plugin_reaches_only_its_granted_hosts() {
     assert!(srv2.paths().is_empty());
     assert_eq!(srv.paths(), ["/data.json"], "only the granted request reached a server");
 }
+
+/// `[web] proxy`: the target is checked before the proxy is asked, and the proxy is asked
+/// for the checked address, never the name (so it cannot resolve it again).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_proxy_is_asked_for_the_checked_address() {
+    let srv = Server::start("127.0.0.1", 0).await;
+    let port = srv.addr.port();
+    // A CONNECT proxy: it records what it is asked and tunnels to it.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let proxy = listener.local_addr().unwrap();
+    let asked = Arc::new(Mutex::new(Vec::<String>::new()));
+    let a2 = asked.clone();
+    tokio::spawn(async move {
+        while let Ok((mut c, _)) = listener.accept().await {
+            let asked = a2.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut b = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if c.read(&mut b).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(b[0]);
+                }
+                let line = String::from_utf8_lossy(&head).lines().next().unwrap_or_default().to_string();
+                asked.lock().unwrap().push(line.clone());
+                let target = line.split_whitespace().nth(1).unwrap_or_default().to_string();
+                let Ok(mut up) = TcpStream::connect(&target).await else { return };
+                c.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n").await.unwrap();
+                let _ = tokio::io::copy_bidirectional(&mut c, &mut up).await;
+            });
+        }
+    });
+    let resolver = Arc::new(Rebinder {
+        first: "127.0.0.1".parse().unwrap(),
+        later: "127.0.0.1".parse().unwrap(),
+        lookups: AtomicUsize::new(0),
+    });
+    let (h, _state) = web_host(&format!("proxy = \"http://{proxy}\"\n"), Some(resolver)).await;
+    let ws = util::workspace();
+    let cx = Context::new(ws.path());
+    let r = h.call(&cx, "web_fetch", json!({"url": format!("http://named.test:{port}/page.html")})).await;
+    assert_eq!(r.status, Status::Ok, "{}", r.output);
+    assert_eq!(r.output["title"], "The Test Page");
+    assert_eq!(*asked.lock().unwrap(), [format!("CONNECT 127.0.0.1:{port} HTTP/1.1")]);
+    assert_eq!(srv.seen.requests.lock().unwrap()[0].0, format!("named.test:{port}"), "the name is in the Host header");
+    // A refused target never reaches the proxy.
+    let r = h.call(&cx, "web_fetch", json!({"url": "http://169.254.169.254/latest/meta-data/"})).await;
+    assert_eq!(r.status, Status::Denied, "{}", r.output);
+    assert_eq!(asked.lock().unwrap().len(), 1);
+}
