@@ -84,7 +84,7 @@ pub fn run(input: SearchInput, settings: &Settings) -> Result<SearchOutput, Fail
     let mut endpoint = Url::parse(&settings.search_url)
         .map_err(|e| Failure::new(ErrorKind::Io, format!("the configured search URL is invalid: {e}")))?;
     let accept_json = ("accept", "application/json".to_string());
-    let (headers, parse): (Vec<(&str, String)>, fn(&Response) -> Parsed) = match provider {
+    let (headers, parse): (Vec<(&str, String)>, Parser) = match provider {
         "searxng" => {
             if !endpoint.path().ends_with("/search") {
                 let path = format!("{}/search", endpoint.path().trim_end_matches('/'));
@@ -151,6 +151,9 @@ pub fn run(input: SearchInput, settings: &Settings) -> Result<SearchOutput, Fail
         error: None,
     })
 }
+
+/// Reads a provider's answer.
+type Parser = fn(&Response) -> Parsed;
 
 /// A provider's answer, read.
 #[derive(Debug, PartialEq, Eq)]
