@@ -175,6 +175,11 @@ impl HostBuilder {
             .config
             .web
             .read(&|k| std::env::var(k).ok())
+            .and_then(|mut web| {
+                web.rules.extra_roots =
+                    self.config.web.extra_roots(self.config.source.as_ref().and_then(|p| p.parent()))?;
+                Ok(web)
+            })
             .map_err(|message| crate::policy::ConfigError { path: origin, message })?;
         let web_env = web_env(&web);
         let egress = Arc::new(crate::egress::Egress::new(web.rules, self.resolver.clone()));

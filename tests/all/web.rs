@@ -437,8 +437,8 @@ async fn a_second_dns_answer_cannot_move_the_connection() {
     assert_eq!(resolver.lookups.load(Ordering::SeqCst), 4, "three more hops, three more lookups");
     assert_eq!(evil.paths(), ["/r/1", "/r/0", "/page.html"]);
 
-    // With the later answer a refused address, the first answer's check still holds
-    // and the connection is made to it.
+    // Each hop is checked with its own lookup: the first answer passes, the second (for
+    // the redirect's hop) is a metadata address, refused at that hop.
     let resolver = Arc::new(Rebinder {
         first: "127.0.0.1".parse().unwrap(),
         later: "169.254.169.254".parse().unwrap(),
@@ -446,10 +446,11 @@ async fn a_second_dns_answer_cannot_move_the_connection() {
     });
     let (h, _state) = web_host("", Some(resolver.clone())).await;
     let before = good.paths().len();
-    let r = h.call(&cx, "web_fetch", json!({"url": format!("http://rebind.test:{port}/page.html")})).await;
-    assert_eq!(r.status, Status::Ok, "{}", r.output);
-    assert_eq!(resolver.lookups.load(Ordering::SeqCst), 1);
-    assert_eq!(good.paths().len(), before + 1);
+    let r = h.call(&cx, "web_fetch", json!({"url": format!("http://rebind.test:{port}/r/0")})).await;
+    assert_eq!(r.status, Status::Denied, "{}", r.output);
+    assert!(r.output["error"].as_str().unwrap().contains("rebind.test resolves to 169.254.169.254"), "{}", r.output);
+    assert_eq!(resolver.lookups.load(Ordering::SeqCst), 2);
+    assert_eq!(good.paths()[before..], ["/r/0".to_string()]);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -573,6 +574,28 @@ async fn the_search_key_is_added_by_the_host() {
     drop(h);
     let log = std::fs::read_to_string(state.path().join("audit.jsonl")).unwrap();
     assert!(!log.contains("sekrit"), "{log}");
+    // A plugin granted the same host does not get the key added to its requests.
+    let pstate = tempfile::tempdir().unwrap();
+    let mut b = HostBuilder::new();
+    let config = format!(
+        "[web]\nallow_private = [\"127.0.0.1\"]\n[web.search]\nprovider = \"brave\"\n\
+         url = \"http://{addr}/res/v1/web/search\"\napi_key_env = \"CHENG_TEST_BRAVE_KEY\"\n\
+         [roles.t]\ntools = [\"p__get\"]\n"
+    );
+    b.config(Config::from_toml_str(&config, "web.toml").unwrap());
+    b.state_dir(pstate.path()).cache_dir(util::shared_state().join("cache"));
+    b.plugin(util::plugin("p", "httpprobe", Grant { net: vec![addr.to_string()], ..Grant::none() }));
+    let h = b.build().await.unwrap();
+    let r = h
+        .call(
+            &Context::new(ws.path()).role("t"),
+            "p__get",
+            json!({"scheme": "http", "authority": addr.to_string(), "path": "/res/v1/web/search?q=x"}),
+        )
+        .await;
+    assert_eq!(r.status, Status::Ok, "{}", r.output);
+    let head = heads.lock().unwrap()[1].to_ascii_lowercase();
+    assert!(!head.contains("x-subscription-token") && !head.contains("sekrit"), "{head}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -615,9 +638,27 @@ async fn a_plugin_reaches_only_its_granted_hosts() {
     }
     let r =
         h.call(&cx, "net__get", json!({"scheme": "ftp", "authority": format!("127.0.0.1:{port}"), "path": "/"})).await;
-    assert_ne!(r.status, Status::Ok, "{}", r.output);
+    assert_eq!(r.status, Status::Denied, "{}", r.output);
+    // The host reads the authority itself: a decimal spelling of the granted address is
+    // that address (and reaches it); another address in hex is not granted.
+    let r = h.call(&cx, "net__get", get(format!("2130706433:{port}"), "/data.json")).await;
+    assert_eq!(r.status, Status::Ok, "{}", r.output);
+    assert!(r.output["body"].as_str().unwrap().contains("42"), "{}", r.output);
+    let r = h.call(&cx, "net__get", get(format!("0x7f.0.0.2:{port}"), "/data.json")).await;
+    assert_eq!(r.status, Status::Denied, "{}", r.output);
+    assert!(r.output["error"].as_str().unwrap().contains("127.0.0.2 is not among the hosts"), "{}", r.output);
     assert!(srv2.paths().is_empty());
-    assert_eq!(srv.paths(), ["/data.json"], "only the granted request reached a server");
+    assert_eq!(
+        srv.paths(),
+        ["/data.json", "/data.json"],
+        "only the granted requests reached a server: {:?} {:?}",
+        srv.seen.requests.lock().unwrap(),
+        srv2.seen.requests.lock().unwrap()
+    );
+    // The audit log has the scheme refusal as a network denial.
+    drop(h);
+    let recs = records(&state);
+    assert!(recs.iter().any(|r| r.denials.iter().any(|d| d.message.contains("only http and https"))));
 }
 
 /// `[web] proxy`: the target is checked before the proxy is asked, and the proxy is asked
@@ -669,4 +710,67 @@ async fn the_proxy_is_asked_for_the_checked_address() {
     let r = h.call(&cx, "web_fetch", json!({"url": "http://169.254.169.254/latest/meta-data/"})).await;
     assert_eq!(r.status, Status::Denied, "{}", r.output);
     assert_eq!(asked.lock().unwrap().len(), 1);
+}
+
+/// https: the certificate is checked against the name the URL gave (sent as SNI), not
+/// against the address connected to; `[web] ca_file` adds an authority.
+#[tokio::test(flavor = "multi_thread")]
+async fn https_checks_the_certificate_against_the_name() {
+    use tokio_rustls::rustls;
+    let cert = rcgen::generate_simple_self_signed(vec!["secure.test".to_string()]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, cert.cert.pem()).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
+    let server = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.cert.der().clone()], key)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let names = Arc::new(Mutex::new(Vec::<Option<String>>::new()));
+    let n2 = names.clone();
+    tokio::spawn(async move {
+        while let Ok((c, _)) = listener.accept().await {
+            let (acceptor, names) = (acceptor.clone(), n2.clone());
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(c).await else { return };
+                names.lock().unwrap().push(tls.get_ref().1.server_name().map(str::to_string));
+                let mut buf = vec![0u8; 4096];
+                let _ = tls.read(&mut buf).await;
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{PAGE}",
+                    PAGE.len()
+                );
+                let _ = tls.write_all(reply.as_bytes()).await;
+                let _ = tls.shutdown().await;
+            });
+        }
+    });
+    let resolver = || {
+        Arc::new(Rebinder {
+            first: "127.0.0.1".parse().unwrap(),
+            later: "127.0.0.1".parse().unwrap(),
+            lookups: AtomicUsize::new(0),
+        })
+    };
+    let ws = util::workspace();
+    let cx = Context::new(ws.path());
+    let (h, _s) = web_host(&format!("ca_file = {:?}\n", ca.display().to_string()), Some(resolver())).await;
+    let r = h.call(&cx, "web_fetch", json!({"url": format!("https://secure.test:{port}/page.html")})).await;
+    assert_eq!(r.status, Status::Ok, "{}", r.output);
+    assert_eq!(r.output["title"], "The Test Page");
+    assert_eq!(names.lock().unwrap().as_slice(), [Some("secure.test".to_string())], "the name went as SNI");
+    // The same address under a name the certificate does not carry: refused by TLS.
+    let r = h.call(&cx, "web_fetch", json!({"url": format!("https://other.test:{port}/page.html")})).await;
+    assert_eq!(r.error_kind, Some(ErrorKind::Io), "{}", r.output);
+    assert!(r.output["error"].as_str().unwrap().contains("TLS"), "{}", r.output);
+    // Control: without the authority, the certificate is not trusted.
+    let (h, _s) = web_host("", Some(resolver())).await;
+    let r = h.call(&cx, "web_fetch", json!({"url": format!("https://secure.test:{port}/page.html")})).await;
+    assert_eq!(r.error_kind, Some(ErrorKind::Io), "{}", r.output);
+    assert!(r.output["error"].as_str().unwrap().contains("TLS"), "{}", r.output);
 }

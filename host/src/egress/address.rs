@@ -30,7 +30,8 @@ pub enum AddressClass {
     Benchmark,
     /// 192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32, 3fff::/20.
     Documentation,
-    /// 169.254.169.254, fd00:ec2::254, 100.100.100.200.
+    /// 169.254.169.254, 169.254.170.2, 169.254.170.23, 100.100.100.200, 168.63.129.16,
+    /// fd00:ec2::254, fd00:ec2::23.
     Metadata,
     /// 240/4, 192.0.0/24, 192.88.99/24, 100::/64: reserved or special-purpose.
     Reserved,
@@ -81,7 +82,14 @@ fn in_v4(ip: Ipv4Addr, net: [u8; 4], bits: u32) -> bool {
 fn classify_v4(ip: Ipv4Addr) -> Option<AddressClass> {
     use AddressClass::*;
     // The exact addresses first: they sit inside wider classes.
-    if ip == Ipv4Addr::new(169, 254, 169, 254) || ip == Ipv4Addr::new(100, 100, 100, 200) {
+    const METADATA: &[[u8; 4]] = &[
+        [169, 254, 169, 254], // AWS, GCP, Azure, OpenStack…
+        [169, 254, 170, 2],   // AWS ECS task credentials
+        [169, 254, 170, 23],  // AWS EKS pod identity
+        [100, 100, 100, 200], // Alibaba Cloud
+        [168, 63, 129, 16],   // Azure WireServer (in a public range)
+    ];
+    if METADATA.iter().any(|m| ip == Ipv4Addr::from(*m)) {
         return Some(Metadata);
     }
     if ip == Ipv4Addr::BROADCAST {
@@ -125,7 +133,9 @@ fn classify_v6(ip: Ipv6Addr) -> Option<Classified> {
     if ip == Ipv6Addr::LOCALHOST {
         return plain(Loopback);
     }
-    if ip == Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254) {
+    if ip == Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)
+        || ip == Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x23)
+    {
         return plain(Metadata);
     }
     // Forms that carry an IPv4 address: the IPv4 address decides.

@@ -46,11 +46,15 @@ trait Stream: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
 impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Stream for T {}
 
 /// The first checked address that accepts a TCP connection.
-async fn tcp(addrs: &[SocketAddr], deadline: Instant) -> Result<TcpStream, SendError> {
+async fn tcp(addrs: &[SocketAddr], deadline: Instant, each: std::time::Duration) -> Result<TcpStream, SendError> {
     let mut last = String::from("no address");
     for a in addrs {
-        match tokio::time::timeout_at(deadline, TcpStream::connect(a)).await {
-            Err(_) => return Err(SendError::Timeout("connecting")),
+        // Each address gets `each` (the connect timeout), so a silent one leaves time
+        // for the next.
+        let until = deadline.min(Instant::now() + each);
+        match tokio::time::timeout_at(until, TcpStream::connect(a)).await {
+            Err(_) if Instant::now() >= deadline => return Err(SendError::Timeout("connecting")),
+            Err(_) => last = format!("{a}: timed out"),
             Ok(Ok(s)) => {
                 let _ = s.set_nodelay(true);
                 return Ok(s);
@@ -62,14 +66,19 @@ async fn tcp(addrs: &[SocketAddr], deadline: Instant) -> Result<TcpStream, SendE
 }
 
 /// A tunnel through `proxy` to `to` (the checked address, never the name).
-async fn tunnel(proxy: &Proxy, to: SocketAddr, deadline: Instant) -> Result<TcpStream, SendError> {
+async fn tunnel(
+    proxy: &Proxy,
+    to: SocketAddr,
+    deadline: Instant,
+    each: std::time::Duration,
+) -> Result<TcpStream, SendError> {
     let lookup = tokio::net::lookup_host((proxy.host.as_str(), proxy.port));
     let addrs: Vec<SocketAddr> = match tokio::time::timeout_at(deadline, lookup).await {
         Err(_) => return Err(SendError::Timeout("resolving the proxy")),
         Ok(Err(e)) => return Err(SendError::Proxy(format!("cannot resolve {}: {e}", proxy.host))),
         Ok(Ok(a)) => a.collect(),
     };
-    let mut s = tcp(&addrs, deadline).await.map_err(|e| SendError::Proxy(e.to_string()))?;
+    let mut s = tcp(&addrs, deadline, each).await.map_err(|e| SendError::Proxy(e.to_string()))?;
     let hello = format!("CONNECT {to} HTTP/1.1\r\nHost: {to}\r\n\r\n");
     let exchange = async {
         s.write_all(hello.as_bytes()).await?;
@@ -110,12 +119,12 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let stream: Box<dyn Stream> = match &egress.rules().proxy {
-        None => Box::new(tcp(&target.addrs, deadline).await?),
+        None => Box::new(tcp(&target.addrs, deadline, egress.rules().connect_timeout).await?),
         Some(p) => {
             let mut last = None;
             let mut opened = None;
             for a in &target.addrs {
-                match tunnel(p, *a, deadline).await {
+                match tunnel(p, *a, deadline, egress.rules().connect_timeout).await {
                     Ok(s) => {
                         opened = Some(s);
                         break;

@@ -91,7 +91,13 @@ impl fmt::Display for HostPattern {
 fn split_port(s: &str) -> Result<(&str, Option<u16>), String> {
     let (host, port) = if s.starts_with('[') {
         match s.find(']') {
-            Some(end) => (&s[..=end], s[end + 1..].strip_prefix(':')),
+            Some(end) => match &s[end + 1..] {
+                "" => (&s[..=end], None),
+                rest => match rest.strip_prefix(':') {
+                    Some(p) => (&s[..=end], Some(p)),
+                    None => return Err(format!("has \"{rest}\" after the address")),
+                },
+            },
             None => return Err("has an unclosed bracket".into()),
         }
     } else if s.matches(':').count() == 1 {
@@ -131,8 +137,12 @@ pub struct Proxy {
 /// component never holds the value.
 #[derive(Clone)]
 pub struct Injected {
-    /// Requests to this host get the header.
+    /// Requests to this host get the header (with this scheme and port only).
     pub host: HostPattern,
+    /// The endpoint's scheme is https.
+    pub https: bool,
+    /// The endpoint's port.
+    pub port: u16,
     /// The header.
     pub name: http::HeaderName,
     /// Its value.
@@ -167,6 +177,8 @@ pub struct Rules {
     pub user_agent: String,
     /// Headers added for given hosts.
     pub inject: Vec<Injected>,
+    /// Certificate authorities trusted besides the Mozilla roots (`[web] ca_file`).
+    pub extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
 }
 
 impl Default for Rules {
@@ -181,6 +193,7 @@ impl Default for Rules {
             proxy: None,
             user_agent: concat!("cheng/", env!("CARGO_PKG_VERSION"), " (web_fetch)").to_string(),
             inject: Vec::new(),
+            extra_roots: Vec::new(),
         }
     }
 }
@@ -265,7 +278,11 @@ impl fmt::Debug for Egress {
 impl Egress {
     /// A guard with `rules`, resolving through `resolver`.
     pub fn new(rules: Rules, resolver: Arc<dyn Resolve>) -> Egress {
-        let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+        let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+        let (added, ignored) = roots.add_parsable_certificates(rules.extra_roots.iter().cloned());
+        if ignored > 0 {
+            tracing::warn!(target: "cheng::web", added, ignored, "[web] ca_file: some certificates could not be used");
+        }
         let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
             .with_safe_default_protocol_versions()
             .expect("ring supports the default protocol versions")
@@ -330,6 +347,9 @@ impl Egress {
             }
         };
         for ip in &ips {
+            if let Some(p) = self.rules.deny_hosts.iter().find(|p| p.matches(&Host::Ip(*ip), port)) {
+                return Err(refused(format!("{shown} resolves to {ip}, denied by [web] deny_hosts (\"{p}\")")));
+            }
             if let Some(c) = self.refused_class(*ip) {
                 let inside = c.inside.map(|(form, v4)| format!(" ({form} carrying {v4})")).unwrap_or_default();
                 let what = match &host {
@@ -358,8 +378,15 @@ impl Egress {
         (!opened).then_some(c)
     }
 
-    /// Headers the host adds for a request to `target`.
-    pub fn injected(&self, target: &Target) -> impl Iterator<Item = &Injected> {
-        self.rules.inject.iter().filter(move |i| i.host.matches(&target.host, target.port))
+    /// Headers the host adds for a request to `target` from a component with `reach`:
+    /// only the built-in web component's requests (never a plugin's), and only to the
+    /// endpoint's exact scheme, host and port.
+    pub fn injected<'a>(&'a self, target: &'a Target, reach: &'a Reach) -> impl Iterator<Item = &'a Injected> + 'a {
+        self.rules.inject.iter().filter(move |i| {
+            *reach == Reach::Public
+                && i.https == target.https
+                && i.port == target.port
+                && i.host.matches(&target.host, target.port)
+        })
     }
 }

@@ -86,6 +86,9 @@ fn every_class_is_refused_in_every_spelling() {
         ("0xa9fea9fe", "metadata"),
         ("[fd00:ec2::254]", "metadata"),
         ("100.100.100.200", "metadata"),
+        ("169.254.170.2", "metadata"),
+        ("168.63.129.16", "metadata"),
+        ("[fd00:ec2::23]", "metadata"),
         ("240.0.0.1", "reserved"),
         // IPv4 inside IPv6.
         ("[::ffff:127.0.0.1]", "IPv4-mapped"),
@@ -119,7 +122,8 @@ fn public_addresses_pass_and_numbers_that_are_not_addresses_are_refused() {
         let m = refused(&e, host);
         assert!(m.contains("neither a valid IPv4 address nor a host name"), "{host}: {m}");
     }
-    for host in ["exa mple.com", "-bad.com", "[::1", "a..b", "user@example.com", "exämple.com"] {
+    for host in ["exa mple.com", "-bad.com", "[::1", "a..b", "user@example.com", "exämple.com", "[2606:4700::1111]x:80"]
+    {
         assert!(matches!(check(&e, host), Err(CheckError::Refused(_))), "{host} should be refused");
     }
 }
@@ -153,7 +157,7 @@ fn names_are_resolved_once_and_every_answer_is_checked() {
 fn operator_lists_and_private_ranges() {
     let rules = Rules {
         allow_hosts: vec![HostPattern::parse("*.example.com").unwrap(), HostPattern::parse("intranet.corp").unwrap()],
-        deny_hosts: vec![HostPattern::parse("bad.example.com").unwrap()],
+        deny_hosts: vec![HostPattern::parse("bad.example.com").unwrap(), HostPattern::parse("93.184.215.99").unwrap()],
         allow_private: vec!["10.20.0.0/16".parse().unwrap(), "169.254.0.0/16".parse().unwrap()],
         ..Rules::default()
     };
@@ -165,8 +169,10 @@ fn operator_lists_and_private_ranges() {
             ("other.corp", vec!["10.20.3.4"]),
             ("meta.example.com", vec!["169.254.169.254"]),
             ("ll.example.com", vec!["169.254.3.3"]),
+            ("alias.example.com", vec!["93.184.215.99"]),
         ],
     );
+    assert!(refused(&e, "alias.example.com").contains("resolves to 93.184.215.99, denied by [web] deny_hosts"));
     assert!(check(&e, "www.example.com").is_ok());
     assert!(check(&e, "intranet.corp").is_ok(), "allow_private opens the intranet range");
     assert!(refused(&e, "bad.example.com").contains("deny_hosts"));

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 pub use admit::MAX_INPUT_BYTES;
 pub(crate) use record::RecordSink;
-pub use scope::MAX_RECORDED_REQUESTS;
+pub use scope::MAX_REQUESTS_PER_CALL;
 pub(crate) use scope::{CallScope, NetRequest};
 
 use crate::records::{CallRecord, Status};

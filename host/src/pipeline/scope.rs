@@ -27,6 +27,7 @@ pub(crate) struct CallScope {
     denials: Mutex<Vec<Denial>>,
     processes: AtomicUsize,
     requests: Mutex<Vec<Arc<NetRequest>>>,
+    requests_made: AtomicUsize,
     /// Whether a `running` line (with the arguments) was handed to the log.
     running_written: AtomicBool,
 }
@@ -49,6 +50,7 @@ impl CallScope {
             denials: Mutex::default(),
             processes: AtomicUsize::new(0),
             requests: Mutex::default(),
+            requests_made: AtomicUsize::new(0),
             running_written: AtomicBool::new(false),
         }
     }
@@ -78,10 +80,13 @@ impl CallScope {
     }
 
     /// A network request begins: its entry in the record, updated as it goes. A call
-    /// keeps at most [`MAX_RECORDED_REQUESTS`] entries; past them a request is still
-    /// counted by the entry that is handed back, but not listed.
+    /// makes at most [`MAX_REQUESTS_PER_CALL`] requests, every one listed; an entry
+    /// past them is not listed and says so ([`NetRequest::counted`]), and the request
+    /// is to be refused.
     pub fn request(&self, method: &str, url: &str) -> Arc<NetRequest> {
+        let n = self.requests_made.fetch_add(1, Ordering::SeqCst);
         let entry = Arc::new(NetRequest {
+            ordinal: n,
             method: method.to_string(),
             url: cheng_contract::text::escape_line(&cut(url, 512)),
             status: AtomicU32::new(0),
@@ -89,9 +94,8 @@ impl CallScope {
             refused: AtomicBool::new(false),
             error: Mutex::new(None),
         });
-        let mut list = lock(&self.requests);
-        if list.len() < MAX_RECORDED_REQUESTS {
-            list.push(entry.clone());
+        if entry.counted() {
+            lock(&self.requests).push(entry.clone());
         }
         entry
     }
@@ -167,8 +171,9 @@ impl CallScope {
     }
 }
 
-/// Requests listed in one call's record.
-pub const MAX_RECORDED_REQUESTS: usize = 64;
+/// Network requests one call may make (each is listed in its record); past them every
+/// request is refused.
+pub const MAX_REQUESTS_PER_CALL: usize = 128;
 
 fn cut(s: &str, max: usize) -> String {
     if s.len() <= max {
@@ -180,6 +185,7 @@ fn cut(s: &str, max: usize) -> String {
 /// One network request of a call in progress, as the egress hook updates it.
 #[derive(Debug)]
 pub(crate) struct NetRequest {
+    ordinal: usize,
     method: String,
     url: String,
     status: AtomicU32,
@@ -189,6 +195,16 @@ pub(crate) struct NetRequest {
 }
 
 impl NetRequest {
+    /// Within the call's cap (listed in the record).
+    pub fn counted(&self) -> bool {
+        self.ordinal < MAX_REQUESTS_PER_CALL
+    }
+
+    /// The first request past the cap.
+    pub fn first_past_cap(&self) -> bool {
+        self.ordinal == MAX_REQUESTS_PER_CALL
+    }
+
     /// The guard refused it.
     pub fn refuse(&self, message: &str) {
         self.refused.store(true, Ordering::Relaxed);

@@ -58,6 +58,7 @@ pub const TABLES: &[(&str, &[&str])] = &[
             "max_bytes",
             "proxy",
             "user_agent",
+            "ca_file",
         ],
     ),
     ("[web.search]", &["provider", "url", "api_key_env"]),

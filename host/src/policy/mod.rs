@@ -726,6 +726,7 @@ connect_timeout_ms = 10000
 max_bytes = 5242880
 proxy = "http://proxy.internal:3128"
 user_agent = "cheng"
+ca_file = "intranet-ca.pem"
 [web.search]
 provider = "searxng"
 url = "https://searx.internal"

@@ -39,6 +39,9 @@ pub struct WebConfig {
     pub proxy: Option<String>,
     /// The `User-Agent` sent when a component sets none.
     pub user_agent: Option<String>,
+    /// A PEM file of certificate authorities to trust besides the Mozilla roots (an
+    /// intranet's, or a TLS-inspecting proxy's), relative to this file.
+    pub ca_file: Option<std::path::PathBuf>,
     /// The search provider.
     #[serde(default)]
     pub search: SearchConfig,
@@ -55,10 +58,14 @@ impl Default for WebConfig {
             max_bytes: default_max_bytes(),
             proxy: None,
             user_agent: None,
+            ca_file: None,
             search: SearchConfig::default(),
         }
     }
 }
+
+/// The largest `[web] max_bytes`: a body is held in a component's memory.
+pub const MAX_BYTES_CEILING: u64 = 256 << 20;
 
 fn default_timeout() -> u64 {
     20_000
@@ -130,6 +137,34 @@ pub struct SearchSettings {
     pub key_env: String,
 }
 
+impl WebConfig {
+    /// The certificates of `ca_file` (relative to `base`, the configuration's
+    /// directory), read when the host starts.
+    pub fn extra_roots(
+        &self,
+        base: Option<&std::path::Path>,
+    ) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
+        let mut extra_roots = Vec::new();
+        if let Some(f) = &self.ca_file {
+            use rustls::pki_types::pem::PemObject;
+            let path = match base {
+                Some(b) if f.is_relative() => b.join(f),
+                _ => f.clone(),
+            };
+            let shown = path.display();
+            let certs = rustls::pki_types::CertificateDer::pem_file_iter(&path)
+                .map_err(|e| format!("[web] ca_file {shown}: {e}"))?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("[web] ca_file {shown}: {e}"))?;
+            if certs.is_empty() {
+                return Err(format!("[web] ca_file {shown} holds no PEM certificate"));
+            }
+            extra_roots = certs;
+        }
+        Ok(extra_roots)
+    }
+}
+
 /// `[web]`, read: the guard's rules and what the web component is told.
 #[derive(Debug, Clone)]
 pub struct Web {
@@ -171,8 +206,8 @@ impl WebConfig {
                 return Err(format!("[web] {key} must be a positive number of milliseconds"));
             }
         }
-        if self.max_bytes == 0 {
-            return Err("[web] max_bytes must be positive".into());
+        if self.max_bytes == 0 || self.max_bytes > MAX_BYTES_CEILING {
+            return Err(format!("[web] max_bytes must be between 1 and {MAX_BYTES_CEILING}"));
         }
         let proxy = match &self.proxy {
             None => None,
@@ -210,8 +245,11 @@ impl WebConfig {
             let mut value = value;
             value.set_sensitive(true);
             let host = endpoint.authority().map(|a| a.host()).unwrap_or_default();
+            let https = endpoint.scheme_str() == Some("https");
             inject.push(Injected {
                 host: HostPattern::parse(host).map_err(|e| format!("[web.search] url: {e}"))?,
+                https,
+                port: endpoint.port_u16().unwrap_or(if https { 443 } else { 80 }),
                 name: http::HeaderName::from_static("x-subscription-token"),
                 value,
             });
@@ -229,6 +267,7 @@ impl WebConfig {
                 proxy,
                 user_agent: self.user_agent.clone().unwrap_or(defaults.user_agent),
                 inject,
+                extra_roots: Vec::new(),
             },
             search: SearchSettings { provider, url, key_present, key_env },
         })

@@ -180,7 +180,7 @@ fn read_body(
     // One byte past the cap tells a body of exactly the cap from a longer one (the
     // host passes the cap and then fails the read).
     loop {
-        let room = (cap + 1).saturating_sub(out.len());
+        let room = cap.saturating_add(1).saturating_sub(out.len());
         if room == 0 {
             out.truncate(cap);
             cut = Some(format!("cut at {cap} bytes"));
@@ -223,7 +223,7 @@ fn decode(raw: Vec<u8>, encoding: Option<&str>, cap: usize) -> (Vec<u8>, Option<
         _ => return (raw, None),
     };
     let mut out = Vec::new();
-    let mut limited = (&mut reader).take(cap as u64 + 1);
+    let mut limited = (&mut reader).take((cap as u64).saturating_add(1));
     match limited.read_to_end(&mut out) {
         Ok(_) if out.len() > cap => {
             out.truncate(cap);

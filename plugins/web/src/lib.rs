@@ -201,6 +201,23 @@ fn kind_of(content_type: Option<&str>, body: &[u8]) -> Kind {
     }
 }
 
+/// The body as text: in the encoding its `Content-Type` names, else (HTML) the one a
+/// `<meta>` in its first 1024 bytes names, else its byte-order mark, else UTF-8.
+fn decode_text<'a>(content_type: Option<&str>, body: &'a [u8], html: bool) -> std::borrow::Cow<'a, str> {
+    let label_in = |s: &str| -> Option<String> {
+        let at = s.to_ascii_lowercase().find("charset=")? + "charset=".len();
+        let rest = s[at..].trim_start_matches(['"', '\'', ' ']);
+        let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || "-_:.".contains(c))).unwrap_or(rest.len());
+        Some(rest[..end].to_string())
+    };
+    let declared = content_type
+        .and_then(label_in)
+        .or_else(|| html.then(|| label_in(&String::from_utf8_lossy(&body[..body.len().min(1024)]))).flatten());
+    let encoding = declared.and_then(|l| encoding_rs::Encoding::for_label(l.as_bytes())).unwrap_or(encoding_rs::UTF_8);
+    let (text, _, _) = encoding.decode(body);
+    text
+}
+
 /// `web_fetch`.
 pub struct WebFetch;
 impl Tool for WebFetch {
@@ -234,11 +251,11 @@ impl Tool for WebFetch {
         let mut title = None;
         let full = match &kind {
             Kind::Html => {
-                let s = cheng_html::summarize_html(&String::from_utf8_lossy(&r.body));
+                let s = cheng_html::summarize_html(&decode_text(r.content_type.as_deref(), &r.body, true));
                 title = s.title;
                 s.text
             }
-            Kind::Text => String::from_utf8_lossy(&r.body).into_owned(),
+            Kind::Text => decode_text(r.content_type.as_deref(), &r.body, false).into_owned(),
             Kind::Other(t) => format!(
                 "({t}, {} bytes: not text, so not shown. Download it with a command if it is needed.)",
                 r.body.len()
@@ -316,6 +333,16 @@ mod tests {
         assert_eq!(kind_of(Some("application/ld+json"), b"{}"), Kind::Text);
         assert_eq!(kind_of(Some("image/png"), b"\x89PNG"), Kind::Other("image/png".into()));
         assert_eq!(kind_of(None, b"\0\x01"), Kind::Other("an unknown type".into()));
+    }
+
+    #[test]
+    fn encodings() {
+        // "café" in Latin-1, declared in the header; in Shift_JIS, declared in a <meta>.
+        assert_eq!(decode_text(Some("text/plain; charset=ISO-8859-1"), b"caf\xe9", false), "café");
+        let page = b"<html><head><meta charset=\"shift_jis\"></head><body>\x93\xfa\x96\x7b</body></html>";
+        assert!(decode_text(Some("text/html"), page, true).contains("日本"));
+        assert_eq!(decode_text(None, "plain ü".as_bytes(), false), "plain ü");
+        assert_eq!(decode_text(Some("text/plain; charset=bogus"), "ü".as_bytes(), false), "ü");
     }
 
     #[test]

@@ -178,10 +178,11 @@ fn text_of_fragment(html: &str) -> String {
 /// links resolved against the page.
 fn result_url(href: &str, base: &Url) -> Option<String> {
     let u = base.join(href).ok()?;
-    if let Some((_, target)) = u.query_pairs().find(|(k, _)| k == "uddg") {
-        return Some(target.into_owned());
-    }
-    matches!(u.scheme(), "http" | "https").then(|| u.to_string())
+    let target = match u.query_pairs().find(|(k, _)| k == "uddg") {
+        Some((_, t)) => Url::parse(&t).ok()?,
+        None => u,
+    };
+    matches!(target.scheme(), "http" | "https").then(|| target.to_string())
 }
 
 /// A search engine's HTML results page: blocks of class `result` with a `result__a`

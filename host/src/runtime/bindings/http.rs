@@ -20,7 +20,7 @@ use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use crate::capability::{Denial, Right};
 use crate::egress::{CheckError, Egress, Reach};
-use crate::pipeline::{CallScope, NetRequest};
+use crate::pipeline::{CallScope, MAX_REQUESTS_PER_CALL, NetRequest};
 
 /// The hook's state in one store: the guard, the component's reach, and the call
 /// (none while a component describes itself: every request is refused then).
@@ -48,7 +48,8 @@ fn refuse(scope: Option<&CallScope>, entry: Option<&NetRequest>, target: &str, m
         e.refuse(&message);
     }
     if let Some(s) = scope {
-        s.deny(Denial::new(Right::Network, target.to_string(), cheng_contract::ErrorKind::NotGranted, message.clone()));
+        let target = cheng_contract::text::cut_chars(target, 512);
+        s.deny(Denial::new(Right::Network, target, cheng_contract::ErrorKind::NotGranted, message.clone()));
     }
     Error::InternalError(Some(message))
 }
@@ -58,7 +59,10 @@ impl WasiHttpHooks for HttpHooks {
         let ok = *scheme == Scheme::HTTP || *scheme == Scheme::HTTPS;
         if !ok && let Some((_, s)) = &self.call {
             let message = format!("refused: {scheme}: URLs are not fetched; only http and https are");
-            s.deny(Denial::new(Right::Network, scheme.to_string(), cheng_contract::ErrorKind::NotGranted, message));
+            let entry = s.request("?", &format!("{scheme}:"));
+            if entry.counted() {
+                refuse(Some(s), Some(&entry), scheme.as_str(), message);
+            }
         }
         ok
     }
@@ -78,31 +82,45 @@ impl WasiHttpHooks for HttpHooks {
                 return Err(refuse(None, None, &url, "refused: no network while a component describes itself".into()));
             };
             let entry = scope.request(request.method().as_str(), &url);
+            if !entry.counted() {
+                // Past the cap: refused, and only the first such refusal is recorded.
+                let m = format!("refused: more than {MAX_REQUESTS_PER_CALL} requests in one call");
+                return Err(match entry.first_past_cap() {
+                    true => refuse(Some(&scope), None, &url, m),
+                    false => Error::InternalError(Some(m)),
+                });
+            }
+            let rules = egress.rules();
+            // One deadline for the whole request: the lookup, the connection, the body.
+            let deadline = tokio::time::Instant::now() + rules.timeout;
             let https = uri.scheme() == Some(&Scheme::HTTPS);
             let authority = uri.authority().map(|a| a.as_str().to_string()).unwrap_or_default();
-            let target = match egress.check(https, &authority, &reach).await {
-                Ok(t) => t,
-                Err(CheckError::Refused(m)) => return Err(refuse(Some(&scope), Some(&entry), &url, m)),
-                Err(CheckError::Dns(m)) => {
+            let checked = tokio::time::timeout_at(deadline, egress.check(https, &authority, &reach)).await;
+            let target = match checked {
+                Ok(Ok(t)) => t,
+                Ok(Err(CheckError::Refused(m))) => return Err(refuse(Some(&scope), Some(&entry), &url, m)),
+                Ok(Err(CheckError::Dns(m))) => {
                     entry.fail(&m);
                     return Err(Error::InternalError(Some(m)));
                 }
+                Err(_) => {
+                    entry.fail("timed out resolving the name");
+                    return Err(Error::DnsTimeout);
+                }
             };
-            let rules = egress.rules();
             let headers = request.headers_mut();
             if !headers.contains_key(http::header::USER_AGENT)
                 && let Ok(v) = http::HeaderValue::from_str(&rules.user_agent)
             {
                 headers.insert(http::header::USER_AGENT, v);
             }
-            for inj in egress.injected(&target) {
+            for inj in egress.injected(&target, &reach) {
                 headers.insert(inj.name.clone(), inj.value.clone());
             }
-            let deadline = tokio::time::Instant::now() + rules.timeout;
             let response = match crate::egress::connect::send(&egress, &target, request, deadline).await {
                 Ok(r) => r,
                 Err(e) => {
-                    let m = format!("{}: {e}", target.name());
+                    let m = format!("{e} ({})", target.name());
                     entry.fail(&m);
                     return Err(match e {
                         crate::egress::connect::SendError::Timeout(_) => Error::ConnectionTimeout,
