@@ -16,7 +16,7 @@ use cheng_host::{Context, Host, HostBuilder, Status};
 use serde_json::json;
 
 mod common;
-use common::{ms, p50};
+use common::report;
 
 async fn host(state: &Path, process: &str) -> Host {
     let mut b = HostBuilder::new();
@@ -70,13 +70,6 @@ async fn main() {
             a.push(via_tool(&h, ws.path()).await);
             b.push(direct().await);
         }
-        let (t, d) = (p50(a), p50(b));
-        println!(
-            "workspace_shell `true` [{name}]: p50 {:.3} ms; direct spawn p50 {:.3} ms; overhead {:.3} ms ({:.2}x)",
-            ms(t),
-            ms(d),
-            ms(t) - ms(d),
-            ms(t) / ms(d)
-        );
+        report(&format!("workspace_shell `true` [{name}]"), "direct spawn", a, b);
     }
 }

@@ -12,7 +12,7 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use cheng_host::policy::Config;
 use cheng_host::{Context, HostBuilder, Status};
@@ -20,7 +20,7 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 mod common;
-use common::{ms, p50};
+use common::{ms, p50, report};
 
 const CONFIG: &str = "[web]\nallow_private = [\"127.0.0.1\"]\n[limits]\ncpu_ms = 60000\n";
 
@@ -82,17 +82,6 @@ fn cheng(state: &Path, ws: &Path, config: &Path) -> std::process::Command {
     c.arg("--state-dir").arg(state).arg("--workspace").arg(ws).arg("--config").arg(config);
     c.env("CHENG_LOG", "error").env_remove("CHENG_CONFIG");
     c
-}
-
-fn report(what: &str, base: &str, a: Vec<Duration>, b: Vec<Duration>) {
-    let (a, b) = (p50(a), p50(b));
-    println!(
-        "{what}: p50 {:.3} ms; {base} p50 {:.3} ms; overhead {:.3} ms ({:.2}x)",
-        ms(a),
-        ms(b),
-        ms(a) - ms(b),
-        ms(a) / ms(b)
-    );
 }
 
 #[tokio::main]
