@@ -180,6 +180,15 @@ pub enum Host {
     Name(String),
 }
 
+impl std::fmt::Display for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Host::Ip(ip) => ip.fmt(f),
+            Host::Name(n) => f.write_str(n),
+        }
+    }
+}
+
 /// Read a host as a resolver would. IPv6 in brackets; IPv4 in dotted, shortened,
 /// decimal, octal or hexadecimal parts; anything else a DNS name of letters, digits,
 /// hyphens and dots (international names arrive in their `xn--` form).

@@ -255,10 +255,7 @@ pub struct Target {
 impl Target {
     /// The host as the `Host` header and TLS name carry it.
     pub fn name(&self) -> String {
-        match &self.host {
-            Host::Name(n) => n.clone(),
-            Host::Ip(ip) => ip.to_string(),
-        }
+        self.host.to_string()
     }
 }
 
@@ -310,10 +307,7 @@ impl Egress {
         let (raw, port) = split_port(authority).map_err(|e| refused(format!("the address \"{authority}\" {e}")))?;
         let port = port.unwrap_or(if https { 443 } else { 80 });
         let host = parse_host(raw).map_err(refused)?;
-        let shown = match &host {
-            Host::Name(n) => n.clone(),
-            Host::Ip(ip) => ip.to_string(),
-        };
+        let shown = host.to_string();
         if let Some(p) = self.rules.deny_hosts.iter().find(|p| p.matches(&host, port)) {
             return Err(refused(format!("{shown} is denied by [web] deny_hosts (\"{p}\")")));
         }

@@ -88,7 +88,7 @@ impl CallScope {
         let entry = Arc::new(NetRequest {
             ordinal: n,
             method: method.to_string(),
-            url: cheng_contract::text::escape_line(&cut(url, 512)),
+            url: cheng_contract::text::escape_line(&cheng_contract::text::cut_chars(url, 512)),
             status: AtomicU32::new(0),
             bytes: AtomicU64::new(0),
             refused: AtomicBool::new(false),
@@ -174,13 +174,6 @@ impl CallScope {
 /// Network requests one call may make (each is listed in its record); past them every
 /// request is refused.
 pub const MAX_REQUESTS_PER_CALL: usize = 128;
-
-fn cut(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    format!("{}…", &s[..s.floor_char_boundary(max)])
-}
 
 /// One network request of a call in progress, as the egress hook updates it.
 #[derive(Debug)]

@@ -137,34 +137,6 @@ pub struct SearchSettings {
     pub key_env: String,
 }
 
-impl WebConfig {
-    /// The certificates of `ca_file` (relative to `base`, the configuration's
-    /// directory), read when the host starts.
-    pub fn extra_roots(
-        &self,
-        base: Option<&std::path::Path>,
-    ) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
-        let mut extra_roots = Vec::new();
-        if let Some(f) = &self.ca_file {
-            use rustls::pki_types::pem::PemObject;
-            let path = match base {
-                Some(b) if f.is_relative() => b.join(f),
-                _ => f.clone(),
-            };
-            let shown = path.display();
-            let certs = rustls::pki_types::CertificateDer::pem_file_iter(&path)
-                .map_err(|e| format!("[web] ca_file {shown}: {e}"))?
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| format!("[web] ca_file {shown}: {e}"))?;
-            if certs.is_empty() {
-                return Err(format!("[web] ca_file {shown} holds no PEM certificate"));
-            }
-            extra_roots = certs;
-        }
-        Ok(extra_roots)
-    }
-}
-
 /// `[web]`, read: the guard's rules and what the web component is told.
 #[derive(Debug, Clone)]
 pub struct Web {
@@ -240,9 +212,8 @@ impl WebConfig {
         if provider == Provider::Brave
             && let Some(key) = env(&key_env).filter(|k| !k.is_empty())
         {
-            let value = http::HeaderValue::from_str(&key)
+            let mut value = http::HeaderValue::from_str(&key)
                 .map_err(|_| format!("the environment variable {key_env} holds characters a header cannot carry"))?;
-            let mut value = value;
             value.set_sensitive(true);
             let host = endpoint.authority().map(|a| a.host()).unwrap_or_default();
             let https = endpoint.scheme_str() == Some("https");
@@ -271,5 +242,31 @@ impl WebConfig {
             },
             search: SearchSettings { provider, url, key_present, key_env },
         })
+    }
+
+    /// The certificates of `ca_file` (relative to `base`, the configuration's
+    /// directory), read when the host starts.
+    pub fn extra_roots(
+        &self,
+        base: Option<&std::path::Path>,
+    ) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
+        let mut extra_roots = Vec::new();
+        if let Some(f) = &self.ca_file {
+            use rustls::pki_types::pem::PemObject;
+            let path = match base {
+                Some(b) if f.is_relative() => b.join(f),
+                _ => f.clone(),
+            };
+            let shown = path.display();
+            let certs = rustls::pki_types::CertificateDer::pem_file_iter(&path)
+                .map_err(|e| format!("[web] ca_file {shown}: {e}"))?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("[web] ca_file {shown}: {e}"))?;
+            if certs.is_empty() {
+                return Err(format!("[web] ca_file {shown} holds no PEM certificate"));
+            }
+            extra_roots = certs;
+        }
+        Ok(extra_roots)
     }
 }

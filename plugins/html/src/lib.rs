@@ -51,7 +51,8 @@ impl HtmlSummary {
     }
 }
 
-fn squash(s: &str) -> String {
+/// Whitespace runs collapsed to one space, trimmed: text as a browser lays it out.
+pub fn squash(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 

@@ -4,6 +4,7 @@
 //! results, or into a plain statement of why there are none.
 
 use cheng_html::scraper::{Html, Selector};
+use cheng_html::squash;
 use cheng_sdk::{ErrorKind, Failure};
 use url::Url;
 
@@ -164,10 +165,6 @@ pub enum Parsed {
     NoResults,
     /// The answer is not in a shape the parser knows.
     Unreadable(String),
-}
-
-fn squash(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn text_of_fragment(html: &str) -> String {
