@@ -238,7 +238,6 @@ impl HostBuilder {
                 load_errors.push(e);
             }
         }
-        load_errors.extend(plugins::undeclared(&policy, &registry));
 
         let run_state = RunStateStore::new(self.state_dir.as_ref().map(|d| d.join("runs")));
         let broker = Broker::new(
@@ -273,7 +272,26 @@ impl HostBuilder {
             .collect();
         let workspaces_root =
             self.config.workspaces.root.as_ref().map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()));
-        let spawner = Spawner::new(self.config.process.clone(), self.state_dir.as_deref(), protected_abs.clone());
+        let spawner =
+            Arc::new(Spawner::new(self.config.process.clone(), self.state_dir.as_deref(), protected_abs.clone()));
+        // External MCP servers: their pinned tools (a server never seen is started once
+        // to list them).
+        let servers = self.config.mcp().map_err(|message| {
+            HostError::Config(crate::policy::ConfigError {
+                path: self
+                    .config
+                    .source
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|| "configuration".into()),
+                message,
+            })
+        })?;
+        let mcp = crate::mcp::Hub::new(servers, spawner.clone(), self.state_dir.as_deref(), &mut load_errors).await;
+        for (server, tools) in mcp.tools() {
+            registry.add_mcp(server, tools)?;
+        }
+        load_errors.extend(plugins::undeclared(&policy, &registry));
         Ok(Host {
             inner: Arc::new(Inner {
                 engine,
@@ -289,9 +307,10 @@ impl HostBuilder {
                 records: RecordSink { log, on_failure: self.config.records.on_failure },
                 protected_abs,
                 workspaces_root,
-                spawner: Arc::new(spawner),
+                spawner,
                 observer,
                 egress,
+                mcp,
             }),
         })
     }

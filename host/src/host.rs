@@ -64,6 +64,7 @@ pub(crate) struct Inner {
     pub(crate) spawner: Arc<Spawner>,
     pub(crate) observer: Arc<crate::observe::Observer>,
     pub(crate) egress: Arc<crate::egress::Egress>,
+    pub(crate) mcp: crate::mcp::Hub,
 }
 
 impl Host {
@@ -114,17 +115,26 @@ impl Host {
         self.inner.registry.get(name).is_some()
     }
 
-    /// Every registered tool.
+    /// The MCP server called `id`, if one is configured and set up.
+    pub fn mcp_server(&self, id: &str) -> Option<&Arc<crate::mcp::Server>> {
+        self.inner.mcp.get(id)
+    }
+
+    /// Every registered tool (a server's withheld tools are left out).
     pub fn tools(&self) -> Vec<ToolInfo> {
         self.inner
             .registry
             .iter()
+            .filter(|e| match &e.source {
+                crate::registry::Source::Mcp(server, spec) => server.withheld(&spec.name).is_none(),
+                crate::registry::Source::Component(..) => true,
+            })
             .map(|e| {
                 let s = e.spec();
                 ToolInfo {
                     name: e.name.clone(),
                     component_tool: s.name.clone(),
-                    component: e.component.name.clone(),
+                    component: e.served_by(),
                     description: s.description.clone(),
                     input_schema: s.input_schema.clone(),
                     output_schema: s.output_schema.clone(),

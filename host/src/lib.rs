@@ -75,6 +75,7 @@
 //! - [`guard`]: the workspace path guard.
 //! - [`runtime`]: engine, component cache, per-call stores and limits, WIT bindings.
 //! - [`registry`]: tools by name; [`inspect()`] looks into a component file.
+//! - [`mcp`]: external MCP servers as tool sources, confined, their definitions pinned.
 //! - [`runstate`]: per-run data for components; [`atomic`]: the host's file writes.
 //! - [`server`]: `cheng serve` — MCP over stdio and streamable HTTP, tokens, the
 //!   operator API and console; [`observe`]: runs, events and metrics for operators.
@@ -92,6 +93,7 @@ pub mod grant;
 pub mod guard;
 mod host;
 mod inspect;
+pub mod mcp;
 pub mod observe;
 pub mod pipeline;
 mod plugins;
@@ -124,6 +126,8 @@ pub struct Confinement {
     pub landlock: String,
     /// How command trees are contained (a cgroup per command, or the `/proc` walk).
     pub containment: String,
+    /// How an MCP server without the network is kept off it.
+    pub mcp_network: String,
 }
 
 /// What confines commands on this machine (for `cheng settings` and diagnostics).
@@ -132,5 +136,6 @@ pub fn confinement() -> Confinement {
         landlock_abi: process::sandbox::abi_version(),
         landlock: process::sandbox::describe(),
         containment: process::contain::detect().to_string(),
+        mcp_network: process::server::describe_network(),
     }
 }

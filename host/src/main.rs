@@ -120,6 +120,28 @@ enum Command {
         #[command(subcommand)]
         action: TokenCommand,
     },
+    /// External MCP servers (`[[mcp_servers]]`): their tools and pinned definitions.
+    Mcp {
+        #[command(subcommand)]
+        action: McpCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum McpCommand {
+    /// The configured servers, each with its command and the tools it offers.
+    List,
+    /// Start server ID in the workspace and show how its tools differ from the
+    /// accepted definitions (exit 1 when they differ).
+    Diff {
+        /// The server's id.
+        id: String,
+    },
+    /// Start server ID in the workspace and accept its tools' current definitions.
+    Accept {
+        /// The server's id.
+        id: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -416,6 +438,7 @@ async fn run(cli: Cli) -> Result<u8> {
                     None => c.landlock,
                 },
                 "containment": c.containment,
+                "mcp_servers_without_network": c.mcp_network,
             });
             emit(&serde_json::to_string_pretty(&shown)?);
             return Ok(0);
@@ -596,6 +619,38 @@ async fn run(cli: Cli) -> Result<u8> {
                 log.flush().context("cannot flush the audit log")?;
             }
             Ok(0)
+        }
+        Command::Mcp { action } => {
+            let (id, accept) = match action {
+                McpCommand::List => {
+                    let tools = host.tools();
+                    let list: Vec<_> = config
+                        .mcp()
+                        .map_err(UsageError)?
+                        .iter()
+                        .map(|s| {
+                            let prefix = format!("{}__", s.id);
+                            let offered: Vec<_> =
+                                tools.iter().filter(|t| t.name.starts_with(&prefix)).map(|t| t.name.clone()).collect();
+                            let set_up = host.mcp_server(&s.id).is_some();
+                            serde_json::json!({"id": s.id, "command": host.mcp_server(&s.id).map(|x| x.display()),
+                                "set_up": set_up, "tools": offered})
+                        })
+                        .collect();
+                    emit(&serde_json::to_string_pretty(&list)?);
+                    return Ok(0);
+                }
+                McpCommand::Diff { id } => (id.clone(), false),
+                McpCommand::Accept { id } => (id.clone(), true),
+            };
+            let Some(server) = host.mcp_server(&id) else {
+                bail!(UsageError(format!("no MCP server \"{id}\" is set up (see `cheng mcp list` and the log above)")));
+            };
+            let root = workspace_of(&cli.workspace)?;
+            let root = std::fs::canonicalize(&root).with_context(|| format!("cannot open {}", root.display()))?;
+            let review = server.review(&root, accept).await.map_err(|e| anyhow::anyhow!("MCP server \"{id}\": {e}"))?;
+            emit(&serde_json::to_string_pretty(&review)?);
+            Ok(if accept || review.diff.is_empty() { 0 } else { EXIT_ERROR })
         }
         // Answered above, before the host started.
         Command::Records { .. }

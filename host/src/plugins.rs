@@ -28,20 +28,19 @@ pub fn valid_plugin_id(id: &str) -> bool {
 
 /// Check a plugin's sub-folder grant: relative, inside the workspace, never the whole
 /// workspace for writing, never `.git`.
-fn check_grant_folder(id: &str, folder: &str, write: bool) -> Result<String, String> {
+/// `who` names the entry in messages (`plugin "x"`, `MCP server "y"`).
+pub(crate) fn check_grant_folder(who: &str, folder: &str, write: bool) -> Result<String, String> {
     let rel = cheng_contract::paths::lexical(folder, "/")
-        .map_err(|r| format!("plugin \"{id}\": grant folder \"{folder}\" is refused: {r}"))?;
+        .map_err(|r| format!("{who}: grant folder \"{folder}\" is refused: {r}"))?;
     let norm = rel.normalized();
     if folder.starts_with('/') {
-        return Err(format!("plugin \"{id}\": grant folder \"{folder}\" must be relative to the workspace"));
+        return Err(format!("{who}: grant folder \"{folder}\" must be relative to the workspace"));
     }
     if write && norm == "." {
-        return Err(format!(
-            "plugin \"{id}\": a plugin never gets write access to the whole workspace; name sub-folders"
-        ));
+        return Err(format!("{who}: a scoped grant never gets write access to the whole workspace; name sub-folders"));
     }
     if norm.split('/').any(cheng_contract::paths::is_git_dir_name) {
-        return Err(format!("plugin \"{id}\": grant folder \"{folder}\" would expose .git"));
+        return Err(format!("{who}: grant folder \"{folder}\" would expose .git"));
     }
     Ok(norm)
 }
@@ -82,10 +81,13 @@ pub(crate) fn plugin_from_config(cfg: &Config, pc: &PluginConfig) -> Result<Plug
                 "plugin \"{id}\": fs = \"{s}\" is not none, read, or {{ read = [...], write = [...] }}"
             ));
         }
-        FsGrantConfig::Scoped { read, write } => FsGrant::Scoped {
-            read: read.iter().map(|f| check_grant_folder(id, f, false)).collect::<Result<_, _>>()?,
-            write: write.iter().map(|f| check_grant_folder(id, f, true)).collect::<Result<_, _>>()?,
-        },
+        FsGrantConfig::Scoped { read, write } => {
+            let who = format!("plugin \"{id}\"");
+            FsGrant::Scoped {
+                read: read.iter().map(|f| check_grant_folder(&who, f, false)).collect::<Result<_, _>>()?,
+                write: write.iter().map(|f| check_grant_folder(&who, f, true)).collect::<Result<_, _>>()?,
+            }
+        }
     };
     Ok(PluginSpec {
         id: id.clone(),
@@ -181,7 +183,7 @@ pub(crate) async fn load_plugin(
 /// one message each (reported when the host starts, not at call time).
 pub(crate) fn undeclared(policy: &Policy, registry: &Registry) -> Vec<String> {
     let declared_by = |id: &str| -> Vec<&str> {
-        registry.iter().filter(|e| e.component.name == id).map(|e| e.name.as_str()).collect()
+        registry.iter().filter(|e| e.component().is_some_and(|c| c.name == id)).map(|e| e.name.as_str()).collect()
     };
     let explain = |what: String, tool: &str| -> Option<String> {
         let (id, _) = tool.split_once("__")?;

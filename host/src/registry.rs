@@ -1,6 +1,6 @@
-//! The tool registry: which tools exist, which component serves each, and under what
-//! name a model calls it. Whether a caller may use a tool is policy's business, not
-//! the registry's.
+//! The tool registry: which tools exist, what serves each (a component, or an external
+//! MCP server the host runs), and under what name a model calls it. Whether a caller
+//! may use a tool is policy's business, not the registry's.
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -8,21 +8,46 @@ use std::sync::{Arc, OnceLock};
 use crate::error::HostError;
 use crate::runtime::component::{LoadedComponent, ToolSpec};
 
+/// What serves a tool.
+pub enum Source {
+    /// A component, and the index into its tools.
+    Component(Arc<LoadedComponent>, usize),
+    /// An external MCP server, and the tool's name there.
+    Mcp(Arc<crate::mcp::Server>, ToolSpec),
+}
+
 /// One registered tool.
 pub struct Entry {
     /// The name a model calls.
     pub name: String,
-    /// The component serving it.
-    pub component: Arc<LoadedComponent>,
-    /// Index into the component's tools.
-    pub index: usize,
+    /// What serves it.
+    pub source: Source,
     validator: OnceLock<Result<jsonschema::Validator, String>>,
 }
 
 impl Entry {
     /// The tool's spec.
     pub fn spec(&self) -> &ToolSpec {
-        &self.component.tools[self.index]
+        match &self.source {
+            Source::Component(c, i) => &c.tools[*i],
+            Source::Mcp(_, spec) => spec,
+        }
+    }
+
+    /// The component serving it, unless an MCP server does.
+    pub fn component(&self) -> Option<&Arc<LoadedComponent>> {
+        match &self.source {
+            Source::Component(c, _) => Some(c),
+            Source::Mcp(..) => None,
+        }
+    }
+
+    /// Who serves it, by name: the component, or `mcp:<server id>`.
+    pub fn served_by(&self) -> String {
+        match &self.source {
+            Source::Component(c, _) => c.name.clone(),
+            Source::Mcp(s, _) => format!("mcp:{}", s.id()),
+        }
     }
 
     /// Whether the input schema is compiled already (validation is then microseconds).
@@ -64,20 +89,30 @@ impl Registry {
     /// Register every tool of `component`, each under `prefix` + its own name.
     pub fn add(&mut self, component: Arc<LoadedComponent>, prefix: &str) -> Result<(), HostError> {
         for (index, spec) in component.tools.iter().enumerate() {
-            let name = format!("{prefix}{}", spec.name);
-            if let Some(existing) = self.entries.get(&name) {
-                return Err(HostError::DuplicateTool {
-                    tool: name,
-                    first: existing.component.name.clone(),
-                    second: component.name.clone(),
-                });
-            }
-            self.order.push(name.clone());
-            self.entries.insert(
-                name.clone(),
-                Arc::new(Entry { name, component: component.clone(), index, validator: OnceLock::new() }),
-            );
+            self.insert(format!("{prefix}{}", spec.name), Source::Component(component.clone(), index))?;
         }
+        Ok(())
+    }
+
+    /// Register the tools of an MCP server, each as `<id>__<tool>`.
+    pub(crate) fn add_mcp(&mut self, server: Arc<crate::mcp::Server>, specs: Vec<ToolSpec>) -> Result<(), HostError> {
+        for spec in specs {
+            self.insert(format!("{}__{}", server.id(), spec.name), Source::Mcp(server.clone(), spec))?;
+        }
+        Ok(())
+    }
+
+    fn insert(&mut self, name: String, source: Source) -> Result<(), HostError> {
+        let entry = Entry { name: name.clone(), source, validator: OnceLock::new() };
+        if let Some(existing) = self.entries.get(&name) {
+            return Err(HostError::DuplicateTool {
+                tool: name,
+                first: existing.served_by(),
+                second: entry.served_by(),
+            });
+        }
+        self.order.push(name.clone());
+        self.entries.insert(name, Arc::new(entry));
         Ok(())
     }
 

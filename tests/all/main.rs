@@ -51,3 +51,5 @@ mod markdown_preview;
 mod git;
 // web_fetch and web_search against local servers, the egress guard, rebinding, net grants.
 mod web;
+// External MCP servers under confinement: real npm and PyPI servers, a hostile one.
+mod mcp;

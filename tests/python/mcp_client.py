@@ -109,6 +109,9 @@ async def run(args):
                     "workspace_shell", {"command": "sleep", "args": ["3"]}, progress_callback=progress
                 )
             )
+        elif args.scenario == "mcp_echo":
+            out["tools"] = sorted(t.name for t in (await client.list_tools()).tools)
+            out["echo"] = structured(await client.call_tool("every__echo", {"message": "through cheng serve"}))
         elif args.scenario == "approve":
             out["result"] = structured(await client.call_tool("workspace_shell", {"command": "echo", "args": ["approved"]}))
         else:

@@ -92,9 +92,17 @@ impl Host {
         let (input_text, validation) = admit::input(&entry, scope)?;
         let guard = admit::workspace(inner, scope)?;
 
+        // A tool of an external MCP server takes its own stage from here.
+        let (component, _) = match &entry.source {
+            crate::registry::Source::Component(c, i) => (c, i),
+            crate::registry::Source::Mcp(server, spec) => {
+                admit::validated(scope, validation).await?;
+                return Ok(crate::mcp::call::run(inner, scope, server, &spec.name, guard.root()).await);
+            }
+        };
+
         // 2. The instance (compiled on first use), while the schema check finishes.
-        let pre = entry
-            .component
+        let pre = component
             .pre(inner.engine.engine(), &inner.linker, &inner.cache, inner.on_compile.as_ref())
             .await
             .map_err(|e| {
@@ -111,7 +119,7 @@ impl Host {
 
         // 3. What this call gets.
         let spec = entry.spec();
-        let effective = inner.policy.effective(&scope.tool, &spec.needs, &entry.component.grant);
+        let effective = inner.policy.effective(&scope.tool, &spec.needs, &component.grant);
         let protected = inner.protected_in(guard.root());
 
         // 4. The running record; the audit log must take it.
@@ -120,12 +128,12 @@ impl Host {
         // 5. The guest, bounded by its CPU budget and by the wall clock.
         let caps = CallCaps {
             scope: scope.clone(),
-            component: entry.component.name.clone(),
+            component: component.name.clone(),
             guard: guard.clone(),
             mounts: effective.mounts.clone(),
             protected,
             spawn: effective.spawn,
-            run_state: inner.run_state.scope(&scope.cx.run, &entry.component.name),
+            run_state: inner.run_state.scope(&scope.cx.run, &component.name),
             spawner: inner.spawner.clone(),
             broker: inner.broker.clone(),
         };
@@ -139,8 +147,8 @@ impl Host {
             mounts: &effective.mounts,
             memory: (effective.memory_mb as usize).saturating_mul(1 << 20),
             cpu: Duration::from_millis(effective.cpu_ms),
-            http: HttpHooks::for_call(inner.egress.clone(), scope.clone(), entry.component.reach.clone()),
-            env: &entry.component.env,
+            http: HttpHooks::for_call(inner.egress.clone(), scope.clone(), component.reach.clone()),
+            env: &component.env,
             caps,
         });
         let wall = Duration::from_millis(inner.config.limits.wall_ms);

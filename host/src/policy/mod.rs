@@ -30,6 +30,7 @@
 //! ```
 
 pub mod keys;
+pub mod mcp;
 pub mod process;
 pub mod web;
 
@@ -104,6 +105,9 @@ pub struct Config {
     /// Third-party components to load.
     #[serde(default)]
     pub plugins: Vec<PluginConfig>,
+    /// External MCP servers whose tools the host offers (`[[mcp_servers]]`).
+    #[serde(default)]
+    pub mcp_servers: Vec<mcp::McpServerConfig>,
     /// The audit log.
     #[serde(default)]
     pub records: RecordsConfig,
@@ -422,6 +426,7 @@ impl Config {
         cfg.policy()?;
         cfg.process.validate().map_err(err)?;
         cfg.web.read(&|_| None).map_err(err)?;
+        cfg.mcp().map_err(err)?;
         if cfg.approvals.timeout_ms < MIN_APPROVAL_TIMEOUT_MS {
             return Err(err(format!(
                 "[approvals] timeout_ms = {} is below the floor of {MIN_APPROVAL_TIMEOUT_MS} ms; a request must be \
@@ -454,6 +459,24 @@ impl Config {
             .map_err(|e| ConfigError { path: path.display().to_string(), message: format!("cannot read it: {e}") })?;
         let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         Self::parse(&text, &path.display().to_string(), Some(abs))
+    }
+
+    /// The `[[mcp_servers]]` entries, checked: ids unique and distinct from plugin ids.
+    pub fn mcp(&self) -> Result<Vec<mcp::McpServer>, String> {
+        let base = self.source.as_ref().and_then(|p| p.parent()).map(Path::to_path_buf).unwrap_or_default();
+        let mut seen = BTreeSet::new();
+        let mut out = Vec::new();
+        for entry in &self.mcp_servers {
+            let server = entry.check(&base)?;
+            if !seen.insert(server.id.clone()) || self.plugins.iter().any(|p| p.id == server.id) {
+                return Err(format!(
+                    "[[mcp_servers]] id \"{}\" is used twice (plugins and servers share ids)",
+                    server.id
+                ));
+            }
+            out.push(server);
+        }
+        Ok(out)
     }
 
     /// The resolved policy: roles with inheritance applied, limits, per-tool settings.

@@ -35,6 +35,7 @@ mod resolve;
 mod rules;
 mod run;
 pub(crate) mod sandbox;
+pub(crate) mod server;
 mod shellwords;
 pub(crate) mod spawn;
 
@@ -50,6 +51,11 @@ use rules::Rules;
 use crate::ErrorKind;
 use crate::guard::Guard;
 use crate::policy::process::{MAX_TIMEOUT_MS, ProcessConfig, RuleDecision};
+
+/// Whether the host sets `name` for every process it starts (no entry may set it).
+pub(crate) fn host_owned_env(name: &str) -> bool {
+    environment::host_owned(name)
+}
 
 /// A request, as the component sent it.
 #[derive(Debug, Clone, Default)]

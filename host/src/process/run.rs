@@ -62,12 +62,12 @@ impl Spawner {
                 writable.push(dir);
             }
             let plan = match tier {
-                Tier::Approved => sandbox::Plan { writable, readable: None, network: true },
+                Tier::Approved => sandbox::Plan { writable, readable: None, network: true, system: None },
                 Tier::Unasked { network } => {
                     // The program itself runs from where it was found (a rule named it).
                     let home = p.program.parent().map(std::path::Path::to_path_buf);
                     let readable = writable.iter().chain(&self.readable).chain(home.as_ref()).cloned().collect();
-                    sandbox::Plan { writable, readable: Some(readable), network }
+                    sandbox::Plan { writable, readable: Some(readable), network, system: None }
                 }
             };
             match sandbox::ruleset(&plan) {
@@ -91,6 +91,9 @@ impl Spawner {
             cwd: p.cwd_fd.as_raw_fd(),
             cgroup_procs: contain::procs_fd(&cgroup),
             landlock: landlock_fd.as_ref().map(|f| f.as_raw_fd()),
+            stdin: None,
+            netns: false,
+            die_with_host: false,
         };
         let child = match spawn::spawn(&spec) {
             Ok(c) => c,
@@ -213,13 +216,13 @@ fn capture_pipe(fd: OwnedFd, cap: usize) -> tokio::task::JoinHandle<capture::Hea
 
 /// Owns the child's pidfd; reaps the child on drop if nobody did (a dropped call), in
 /// the background so that drop never blocks.
-struct Reaper {
-    fd: Option<tokio::io::unix::AsyncFd<OwnedFd>>,
-    reaped: bool,
+pub(super) struct Reaper {
+    pub(super) fd: Option<tokio::io::unix::AsyncFd<OwnedFd>>,
+    pub(super) reaped: bool,
 }
 
 impl Reaper {
-    fn new(pidfd: OwnedFd) -> Self {
+    pub(super) fn new(pidfd: OwnedFd) -> Self {
         // SAFETY: the pidfd is owned by the AsyncFd for as long as it is registered.
         let fd = unsafe { tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE) };
         Reaper { fd: fd.ok(), reaped: false }
@@ -247,7 +250,7 @@ impl Drop for Reaper {
     }
 }
 
-struct RemoveDir(PathBuf);
+pub(super) struct RemoveDir(pub(super) PathBuf);
 impl Drop for RemoveDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);

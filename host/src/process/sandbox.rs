@@ -102,6 +102,9 @@ pub struct Plan {
     pub readable: Option<Vec<PathBuf>>,
     /// Whether it may bind and connect TCP sockets.
     pub network: bool,
+    /// The system trees it reads besides `readable` (when that is `Some`): `None` for
+    /// [`SYSTEM_READABLE`].
+    pub system: Option<Vec<PathBuf>>,
 }
 
 /// Build the ruleset for `plan`.
@@ -121,7 +124,9 @@ pub fn ruleset(plan: &Plan) -> Result<RulesetCreated, String> {
     match &plan.readable {
         None => rs = rs.add_rule(PathBeneath::new(PathFd::new("/").map_err(|x| x.to_string())?, read)).map_err(e)?,
         Some(dirs) => {
-            for path in SYSTEM_READABLE.iter().map(Path::new).chain(dirs.iter().map(PathBuf::as_path)) {
+            let default_system: Vec<PathBuf> = SYSTEM_READABLE.iter().map(PathBuf::from).collect();
+            let system = plan.system.as_ref().unwrap_or(&default_system);
+            for path in system.iter().chain(dirs.iter()).map(PathBuf::as_path) {
                 // A file (such as `~/.gitconfig`) takes only the rights a file has.
                 let rights = if path.is_dir() { read } else { read & AccessFs::from_file(ABI_WANTED) };
                 if let Ok(fd) = PathFd::new(path) {

@@ -31,6 +31,13 @@ pub struct ChildSpec<'a> {
     pub cgroup_procs: Option<RawFd>,
     /// A Landlock ruleset to enforce.
     pub landlock: Option<RawFd>,
+    /// Standard input (a pipe's read end); `/dev/null` when `None`.
+    pub stdin: Option<RawFd>,
+    /// Start in a new user and network namespace, with only loopback (brought up).
+    pub netns: bool,
+    /// Killed (`SIGKILL`) when the thread that started it ends: a long-lived server
+    /// must not outlive the host.
+    pub die_with_host: bool,
 }
 
 /// A started child.
@@ -77,8 +84,15 @@ pub fn spawn(spec: &ChildSpec<'_>) -> io::Result<Child> {
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
     let (fail_r, fail_w) = pipe()?;
+    // `struct ifreq` for bringing `lo` up in a new network namespace.
+    let mut ifreq = IfReq { name: [0; 16], flags: 0, _pad: [0; 22] };
+    ifreq.name[..2].copy_from_slice(b"lo");
+    ifreq.flags = (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
     let mut data = ChildData {
-        stdin: devnull.as_raw_fd(),
+        stdin: spec.stdin.unwrap_or(devnull.as_raw_fd()),
+        netns: spec.netns,
+        pdeathsig: spec.die_with_host,
+        ifreq: &ifreq,
         stdout: out_w.as_raw_fd(),
         stderr: err_w.as_raw_fd(),
         fail: fail_w.as_raw_fd(),
@@ -131,9 +145,20 @@ pub fn spawn(spec: &ChildSpec<'_>) -> io::Result<Child> {
     Ok(Child { pid, pidfd, stdout: out_r, stderr: err_r })
 }
 
+/// `struct ifreq` as `SIOCSIFFLAGS` reads it: the name, then the flags (40 bytes).
+#[repr(C)]
+struct IfReq {
+    name: [u8; 16],
+    flags: libc::c_short,
+    _pad: [u8; 22],
+}
+
 #[repr(C)]
 struct ChildData {
     stdin: RawFd,
+    netns: bool,
+    pdeathsig: bool,
+    ifreq: *const IfReq,
     stdout: RawFd,
     stderr: RawFd,
     fail: RawFd,
@@ -177,6 +202,20 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         }
         if libc::setpgid(0, 0) != 0 {
             fail(d.fail);
+        }
+        if d.pdeathsig && libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+            fail(d.fail);
+        }
+        if d.netns {
+            // A user namespace to own a network namespace with nothing but loopback.
+            if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) != 0 {
+                fail(d.fail);
+            }
+            let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+            if s < 0 || libc::ioctl(s, libc::SIOCSIFFLAGS, d.ifreq) != 0 {
+                fail(d.fail);
+            }
+            libc::close(s);
         }
         if libc::dup2(d.stdin, 0) < 0 || libc::dup2(d.stdout, 1) < 0 || libc::dup2(d.stderr, 2) < 0 {
             fail(d.fail);
