@@ -397,3 +397,46 @@ fn bad_mcp_server_entries_are_refused_with_the_reason() {
     let two = "[[mcp_servers]]\nid = \"a\"\ncommand = \"x\"\n[[mcp_servers]]\nid = \"a\"\ncommand = \"y\"\n";
     assert!(Config::from_toml_str(two, "t.toml").unwrap_err().to_string().contains("used twice"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_scoped_write_grant_writes_only_its_folder_and_never_the_hosts_state() {
+    let Some((node, script)) = node_and("server-filesystem") else { return };
+    let ws = util::workspace();
+    let root = std::fs::canonicalize(ws.path()).unwrap();
+    let config = |fs: &str| {
+        format!(
+            "[[mcp_servers]]\nid = \"files\"\ncommand = {}\nargs = [{}, \".\"]\nfs = {fs}\napprove = \"never\"\n\
+             [roles.agent]\ntools = [\"files__write_file\"]\n",
+            toml_str(&node),
+            toml_str(&script)
+        )
+    };
+    let state = tempfile::tempdir().unwrap();
+    let host = host_in(&config("{ read = [\".\"], write = [\"out\"] }"), state.path()).await;
+    let agent = Context::new(ws.path()).role("agent");
+    let write = |p: &str| {
+        let host = host.clone();
+        let agent = agent.clone();
+        let path = root.join(p).display().to_string();
+        async move { host.call(&agent, "files__write_file", json!({"path": path, "content": "written"})).await }
+    };
+    let r = write("out/ok.txt").await;
+    assert_eq!(r.status, Status::Ok, "{}", r.output);
+    assert_eq!(std::fs::read_to_string(root.join("out/ok.txt")).unwrap(), "written");
+    for p in ["top.txt", "docs/a.md"] {
+        let r = write(p).await;
+        assert!(text_of(&r.output).contains("EACCES"), "{p}: {}", r.output);
+    }
+    assert_eq!(std::fs::read_to_string(root.join("docs/a.md")).unwrap(), "# A\n");
+    assert!(!root.join("top.txt").exists());
+
+    // The host's state inside the workspace: a server that could write it is not started.
+    let inner_state = root.join("out/state");
+    let mut b = HostBuilder::new();
+    b.config(Config::from_toml_str(&config("{ read = [\".\"], write = [\"out\"] }"), "test.toml").unwrap());
+    b.state_dir(&inner_state);
+    let host = b.build().await.unwrap();
+    let r = host.call(&agent, "files__write_file", json!({"path": "out/z", "content": "y"})).await;
+    assert_eq!(r.error_kind, Some(ErrorKind::Crashed), "{}", r.output);
+    assert!(r.output["error"].as_str().unwrap().contains("lies where this server could write"), "{}", r.output);
+}

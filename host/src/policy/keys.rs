@@ -48,6 +48,24 @@ pub const TABLES: &[(&str, &[&str])] = &[
     ),
     ("[[plugins]]", &["id", "path", "sha256", "fs", "spawn", "net", "memory_mb", "timeout_ms"]),
     (
+        "[[mcp_servers]]",
+        &[
+            "id",
+            "command",
+            "args",
+            "url",
+            "bearer_env",
+            "env",
+            "fs",
+            "net",
+            "approve",
+            "timeout_ms",
+            "output_bytes",
+            "read",
+            "etc_withheld",
+        ],
+    ),
+    (
         "[web]",
         &[
             "allow_hosts",

@@ -754,6 +754,22 @@ ca_file = "intranet-ca.pem"
 provider = "searxng"
 url = "https://searx.internal"
 api_key_env = "SEARCH_KEY"
+[[mcp_servers]]
+id = "files"
+command = "node"
+args = ["server.js", "."]
+env = ["NODE_ENV"]
+fs = { read = ["docs"], write = ["out"] }
+net = false
+approve = ["write_file"]
+timeout_ms = 1000
+output_bytes = 4096
+read = ["/opt/mcp"]
+etc_withheld = ["app/secret"]
+[[mcp_servers]]
+id = "remote"
+url = "http://127.0.0.1:9/mcp"
+bearer_env = "REMOTE_TOKEN"
 "#;
 
     #[test]
@@ -788,6 +804,7 @@ api_key_env = "SEARCH_KEY"
         for (h, body) in [
             ("[[process.rules]]\n", "program = \"ls\"\ndecision = \"allow\"\n"),
             ("[[plugins]]\n", "id = \"a\"\npath = \"a.wasm\"\n"),
+            ("[[mcp_servers]]\n", "id = \"a\"\ncommand = \"x\"\n"),
         ] {
             let e = Config::from_toml_str(&format!("{h}{body}zz_unknown = 1\n"), "x.toml").unwrap_err().to_string();
             assert!(e.contains("unknown key `zz_unknown`"), "{h}: {e}");

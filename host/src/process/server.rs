@@ -218,6 +218,23 @@ impl Spawner {
         if !super::resolve::is_executable(&program) {
             return Err(format!("\"{}\" is not an executable file", program.display()));
         }
+        let writes_root = matches!(launch.fs, FsGrant::Write);
+        let writes = |p: &Path| match &launch.fs {
+            FsGrant::Write => p.starts_with(root),
+            FsGrant::Scoped { write, .. } => write.iter().any(|w| p.starts_with(root.join(w))),
+            _ => false,
+        };
+        if let Some(p) = self.protected.iter().find(|p| writes(p)) {
+            return Err(format!(
+                "the host's configuration or state ({}) lies where this server could write; it is not started in this \
+                 workspace with that grant",
+                p.display()
+            ));
+        }
+        if writes_root {
+            tracing::warn!(target: "cheng::mcp", workspace = %root.display(),
+                "an MCP server with fs = \"write\" can write the whole workspace, .git included");
+        }
         let id = crate::new_id();
         let tmp = std::env::temp_dir().join(format!("cheng-mcp-{}-{id}", std::process::id()));
         std::fs::create_dir(&tmp).map_err(|e| format!("cannot create its temporary directory: {e}"))?;
