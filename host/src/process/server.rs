@@ -13,7 +13,7 @@
 //! - without the network: a fresh user and network namespace holding only loopback,
 //!   plus Landlock's TCP rules (or those alone where namespaces are unavailable).
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -187,16 +187,6 @@ pub fn installation(program: &Path, args: &[String]) -> Vec<PathBuf> {
     dirs
 }
 
-fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two descriptors into the array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just created and are owned here.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
 impl Spawner {
     /// Start a server process as `launch` says. The error says why it could not start.
     pub fn start_server(&self, launch: &ServerLaunch) -> Result<ServerProcess, String> {
@@ -289,7 +279,7 @@ impl Spawner {
 
         let cwd =
             std::fs::File::open(root).map_err(|e| format!("cannot open the workspace {}: {e}", root.display()))?;
-        let (stdin_r, stdin_w) = pipe().map_err(|e| format!("cannot make its stdin: {e}"))?;
+        let (stdin_r, stdin_w) = spawn::pipe().map_err(|e| format!("cannot make its stdin: {e}"))?;
         let mut argv = vec![launch.command.clone()];
         argv.extend(launch.args.iter().cloned());
         let spec = spawn::ChildSpec {
