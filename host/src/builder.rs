@@ -287,7 +287,9 @@ impl HostBuilder {
                 message,
             })
         })?;
-        let mcp = crate::mcp::Hub::new(servers, spawner.clone(), self.state_dir.as_deref(), &mut load_errors).await;
+        let mcp =
+            crate::mcp::Hub::new(servers, spawner.clone(), egress.clone(), self.state_dir.as_deref(), &mut load_errors)
+                .await;
         for (server, tools) in mcp.tools() {
             registry.add_mcp(server, tools)?;
         }

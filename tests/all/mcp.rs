@@ -384,6 +384,7 @@ fn bad_mcp_server_entries_are_refused_with_the_reason() {
         ("id = \"Bad\"\ncommand = \"x\"", "must match"),
         ("id = \"a\"", "give `command`"),
         ("id = \"a\"\ncommand = \"x\"\nurl = \"http://127.0.0.1:1/mcp\"", "not both"),
+        ("id = \"a\"\nurl = \"https://mcp.example.com/mcp\"", "must be http://"),
         ("id = \"a\"\ncommand = \"x\"\nnet = [\"example.com\"]", "cannot be enforced"),
         ("id = \"a\"\ncommand = \"x\"\nfs = \"all\"", "is not none, read, write"),
         ("id = \"a\"\ncommand = \"x\"\nfs = { write = [\".\"] }", "whole workspace"),
@@ -439,4 +440,42 @@ async fn a_scoped_write_grant_writes_only_its_folder_and_never_the_hosts_state()
     let r = host.call(&agent, "files__write_file", json!({"path": "out/z", "content": "y"})).await;
     assert_eq!(r.error_kind, Some(ErrorKind::Crashed), "{}", r.output);
     assert!(r.output["error"].as_str().unwrap().contains("lies where this server could write"), "{}", r.output);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_streamable_http_server_is_reached_through_the_egress_guard() {
+    let Some((node, script)) = node_and("server-everything") else { return };
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = tokio::process::Command::new(&node)
+        .arg(&script)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stderr(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the HTTP server did not start");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let entry = format!(
+        "[[mcp_servers]]\nid = \"remote\"\nurl = \"http://127.0.0.1:{port}/mcp\"\napprove = \"never\"\n\
+         [roles.agent]\ntools = [\"remote__echo\"]\n"
+    );
+    // Loopback is a private address: the guard refuses it unless the operator opens it.
+    let state = tempfile::tempdir().unwrap();
+    let host = host_in(&entry, state.path()).await;
+    let errors = host.load_errors().join("\n");
+    assert!(errors.contains("remote") && errors.contains("refused"), "{errors}");
+    assert!(!host.tools().iter().any(|t| t.name == "remote__echo"));
+
+    let state = tempfile::tempdir().unwrap();
+    let host = host_in(&format!("[web]\nallow_private = [\"127.0.0.1/32\"]\n{entry}"), state.path()).await;
+    assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
+    let ws = util::workspace();
+    let r = host.call(&Context::new(ws.path()).role("agent"), "remote__echo", json!({"message": "over http"})).await;
+    assert_eq!(text_of(&r.output), "Echo: over http", "{}", r.output);
+    let _ = child.kill().await;
 }

@@ -245,3 +245,69 @@ pub(crate) async fn connect(
     };
     Ok(Conn { service, watch, _stop: guard })
 }
+
+/// The resolver an HTTP server's client uses: every name through the egress guard, so
+/// only checked addresses are connected to (a name rebound to a private address later
+/// is refused at that connection).
+struct Guarded {
+    egress: Arc<crate::egress::Egress>,
+    reach: crate::egress::Reach,
+    port: u16,
+}
+
+impl reqwest::dns::Resolve for Guarded {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let egress = self.egress.clone();
+        let reach = self.reach.clone();
+        let authority = format!("{}:{}", name.as_str(), self.port);
+        Box::pin(async move {
+            let target = egress.check(false, &authority, &reach).await.map_err(|e| e.to_string())?;
+            let addrs: reqwest::dns::Addrs = Box::new(target.addrs.into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+/// Talk MCP to a streamable-HTTP server at `url` (`http://` only), every address through
+/// the egress guard, with `bearer` as its token.
+pub(crate) async fn connect_http(
+    url: &str,
+    bearer: Option<String>,
+    egress: Arc<crate::egress::Egress>,
+    timeout: std::time::Duration,
+) -> Result<Conn, String> {
+    use rmcp::transport::streamable_http_client::{StreamableHttpClientTransport, StreamableHttpClientTransportConfig};
+    let parsed = url::Url::parse(url).map_err(|e| format!("\"{url}\" is not a URL: {e}"))?;
+    if parsed.scheme() != "http" {
+        return Err(format!("\"{url}\": only http:// servers are reached so far (no TLS client for MCP servers yet)"));
+    }
+    let host = parsed.host_str().ok_or_else(|| format!("\"{url}\" has no host"))?.to_string();
+    let port = parsed.port_or_known_default().unwrap_or(80);
+    let pattern = crate::egress::HostPattern::parse(&format!("{host}:{port}")).map_err(|e| e.to_string())?;
+    let reach = crate::egress::Reach::Only(vec![pattern]);
+    // An address literal is never resolved by the client: check it here.
+    egress
+        .check(false, &format!("{}:{port}", parsed.host_str().unwrap_or_default()), &reach)
+        .await
+        .map_err(|e| e.to_string())?;
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .dns_resolver(Arc::new(Guarded { egress, reach, port }))
+        .connect_timeout(timeout)
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
+    if let Some(b) = bearer {
+        config = config.auth_header(b);
+    }
+    let watch = Arc::new(Watch::default());
+    let handler = Handler { watch: watch.clone() };
+    let transport = StreamableHttpClientTransport::with_client(client, config);
+    let service = match tokio::time::timeout(timeout, handler.serve(transport)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Err(format!("the MCP handshake with {url} failed: {e}")),
+        Err(_) => return Err(format!("{url} did not finish the MCP handshake within {} ms", timeout.as_millis())),
+    };
+    Ok(Conn { service, watch, _stop: CancellationToken::new().drop_guard() })
+}

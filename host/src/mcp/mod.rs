@@ -77,6 +77,7 @@ fn backoff(n: u32) -> Duration {
 pub struct Server {
     cfg: McpServer,
     spawner: Arc<Spawner>,
+    egress: Arc<crate::egress::Egress>,
     pins_path: Option<PathBuf>,
     pins: Mutex<Pins>,
     live: Mutex<Option<BTreeMap<String, Pinned>>>,
@@ -153,19 +154,26 @@ impl Server {
                 read: self.cfg.read.clone(),
                 etc_withheld: self.cfg.etc_withheld.clone(),
             }),
-            Launch::Url { url, .. } => {
-                Err(format!("streamable-HTTP servers ({url}) are not supported yet; start the server as a command"))
-            }
+            Launch::Url { url, .. } => Err(format!("{url} is reached over HTTP, not started")),
         }
     }
 
     /// Start the server in `root` and talk MCP to it.
     async fn start(&self, root: &Path) -> Result<Conn, String> {
+        let handshake = Duration::from_millis(self.cfg.timeout_ms.max(10_000));
+        if let Launch::Url { url, bearer_env } = &self.cfg.launch {
+            let bearer = match bearer_env {
+                Some(name) => {
+                    Some(std::env::var(name).map_err(|_| format!("the variable {name} (bearer_env) is not set"))?)
+                }
+                None => None,
+            };
+            return conn::connect_http(url, bearer, self.egress.clone(), handshake).await;
+        }
         let launch = self.launch(root)?;
         let process = self.spawner.start_server(&launch)?;
         tracing::info!(target: "cheng::mcp", server = %self.cfg.id, pid = process.pid, workspace = %root.display(),
             readable = ?process.readable, "started");
-        let handshake = Duration::from_millis(self.cfg.timeout_ms.max(10_000));
         conn::connect(process, handshake, DEFAULT_MESSAGE_BYTES.max(self.cfg.output_bytes * 4)).await
     }
 
@@ -290,6 +298,7 @@ impl Hub {
     pub(crate) async fn new(
         configs: Vec<McpServer>,
         spawner: Arc<Spawner>,
+        egress: Arc<crate::egress::Egress>,
         state: Option<&Path>,
         errors: &mut Vec<String>,
     ) -> Hub {
@@ -309,6 +318,7 @@ impl Hub {
             let server = Arc::new(Server {
                 cfg,
                 spawner: spawner.clone(),
+                egress: egress.clone(),
                 pins_path,
                 pins: Mutex::new(pins.unwrap_or_default()),
                 live: Mutex::new(None),

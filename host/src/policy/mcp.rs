@@ -59,7 +59,8 @@ pub struct McpServerConfig {
     /// Its arguments.
     #[serde(default)]
     pub args: Vec<String>,
-    /// A streamable-HTTP server's address instead of a command.
+    /// A streamable-HTTP server's address (`http://`) instead of a command; it is
+    /// reached through the web egress guard (`[web]`).
     pub url: Option<String>,
     /// For `url`: the environment variable holding a bearer token to send.
     pub bearer_env: Option<String>,
@@ -209,8 +210,11 @@ impl McpServerConfig {
                     return Err(format!("{who}: `args` goes with `command`, not `url`"));
                 }
                 let parsed = url::Url::parse(u).map_err(|e| format!("{who}: url \"{u}\" is not a URL: {e}"))?;
-                if !matches!(parsed.scheme(), "http" | "https") {
-                    return Err(format!("{who}: url \"{u}\" must be http:// or https://"));
+                if parsed.scheme() != "http" {
+                    return Err(format!(
+                        "{who}: url \"{u}\" must be http:// (https:// servers are not reached yet: start the server \
+                         as a command, or put it behind a local http:// endpoint)"
+                    ));
                 }
                 Launch::Url { url: u.clone(), bearer_env: self.bearer_env.clone() }
             }
