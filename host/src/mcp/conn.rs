@@ -53,6 +53,12 @@ impl Watch {
         lock(&self.dead).clone()
     }
 
+    /// `why`, with the last of the server's stderr when it wrote any.
+    fn explain(&self, why: String) -> String {
+        let tail = self.stderr_tail();
+        if tail.is_empty() { why } else { format!("{why} (its stderr ended with: {tail})") }
+    }
+
     /// The last of its stderr, one line, for messages.
     pub fn stderr_tail(&self) -> String {
         let bytes: Vec<u8> = lock(&self.stderr).iter().copied().collect();
@@ -102,12 +108,7 @@ impl Conn {
 
     /// Why a request failed: the connection's end when it ended, else `fallback`.
     pub fn why(&self, fallback: &str) -> String {
-        let mut why = self.watch.dead().unwrap_or_else(|| fallback.to_string());
-        let tail = self.watch.stderr_tail();
-        if !tail.is_empty() {
-            why.push_str(&format!(" (its stderr ended with: {tail})"));
-        }
-        why
+        self.watch.explain(self.watch.dead().unwrap_or_else(|| fallback.to_string()))
     }
 }
 
@@ -237,9 +238,7 @@ pub(crate) async fn connect(
     let service = match tokio::time::timeout(timeout, handler.serve((sink, stream))).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
-            let why = watch.dead().unwrap_or_else(|| format!("the MCP handshake failed: {e}"));
-            let tail = watch.stderr_tail();
-            return Err(if tail.is_empty() { why } else { format!("{why} (its stderr ended with: {tail})") });
+            return Err(watch.explain(watch.dead().unwrap_or_else(|| format!("the MCP handshake failed: {e}"))));
         }
         Err(_) => return Err(format!("the server did not finish the MCP handshake within {} ms", timeout.as_millis())),
     };
@@ -286,10 +285,7 @@ pub(crate) async fn connect_http(
     let pattern = crate::egress::HostPattern::parse(&format!("{host}:{port}")).map_err(|e| e.to_string())?;
     let reach = crate::egress::Reach::Only(vec![pattern]);
     // An address literal is never resolved by the client: check it here.
-    egress
-        .check(false, &format!("{}:{port}", parsed.host_str().unwrap_or_default()), &reach)
-        .await
-        .map_err(|e| e.to_string())?;
+    egress.check(false, &format!("{host}:{port}"), &reach).await.map_err(|e| e.to_string())?;
     let client = reqwest::Client::builder()
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())

@@ -142,35 +142,31 @@ impl Server {
             .collect()
     }
 
-    fn launch(&self, root: &Path) -> Result<ServerLaunch, String> {
-        match &self.cfg.launch {
-            Launch::Command { command, args } => Ok(ServerLaunch {
-                command: command.clone(),
-                args: args.clone(),
-                env: self.cfg.env.clone(),
-                root: root.to_path_buf(),
-                fs: self.cfg.fs.clone(),
-                net: self.cfg.net,
-                read: self.cfg.read.clone(),
-                etc_withheld: self.cfg.etc_withheld.clone(),
-            }),
-            Launch::Url { url, .. } => Err(format!("{url} is reached over HTTP, not started")),
-        }
-    }
-
-    /// Start the server in `root` and talk MCP to it.
+    /// Start the server in `root` (or reach it, for a URL) and talk MCP to it.
     async fn start(&self, root: &Path) -> Result<Conn, String> {
         let handshake = Duration::from_millis(self.cfg.timeout_ms.max(10_000));
-        if let Launch::Url { url, bearer_env } = &self.cfg.launch {
-            let bearer = match bearer_env {
-                Some(name) => {
-                    Some(std::env::var(name).map_err(|_| format!("the variable {name} (bearer_env) is not set"))?)
-                }
-                None => None,
-            };
-            return conn::connect_http(url, bearer, self.egress.clone(), handshake).await;
-        }
-        let launch = self.launch(root)?;
+        let (command, args) = match &self.cfg.launch {
+            Launch::Url { url, bearer_env } => {
+                let bearer = match bearer_env {
+                    Some(name) => {
+                        Some(std::env::var(name).map_err(|_| format!("the variable {name} (bearer_env) is not set"))?)
+                    }
+                    None => None,
+                };
+                return conn::connect_http(url, bearer, self.egress.clone(), handshake).await;
+            }
+            Launch::Command { command, args } => (command, args),
+        };
+        let launch = ServerLaunch {
+            command: command.clone(),
+            args: args.clone(),
+            env: self.cfg.env.clone(),
+            root: root.to_path_buf(),
+            fs: self.cfg.fs.clone(),
+            net: self.cfg.net,
+            read: self.cfg.read.clone(),
+            etc_withheld: self.cfg.etc_withheld.clone(),
+        };
         let process = self.spawner.start_server(&launch)?;
         tracing::info!(target: "cheng::mcp", server = %self.cfg.id, pid = process.pid, workspace = %root.display(),
             readable = ?process.readable, "started");

@@ -93,8 +93,8 @@ impl Host {
         let guard = admit::workspace(inner, scope)?;
 
         // A tool of an external MCP server takes its own stage from here.
-        let (component, _) = match &entry.source {
-            crate::registry::Source::Component(c, i) => (c, i),
+        let component = match &entry.source {
+            crate::registry::Source::Component(c, _) => c,
             crate::registry::Source::Mcp(server, spec) => {
                 admit::validated(scope, validation).await?;
                 return Ok(crate::mcp::call::run(inner, scope, server, &spec.name, guard.root()).await);
