@@ -272,8 +272,10 @@ impl HostBuilder {
             .collect();
         let workspaces_root =
             self.config.workspaces.root.as_ref().map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()));
-        let spawner =
-            Arc::new(Spawner::new(self.config.process.clone(), self.state_dir.as_deref(), protected_abs.clone()));
+        let spawner = Arc::new(
+            Spawner::new(self.config.process.clone(), self.state_dir.as_deref(), protected_abs.clone())
+                .with_git(self.config.git.clone()),
+        );
         // External MCP servers: their pinned tools (a server never seen is started once
         // to list them).
         let servers = self.config.mcp().map_err(|message| {

@@ -1,11 +1,19 @@
-//! Typed calls into the host: approvals, processes, per-run state and logging.
+//! Typed calls into the host: approvals, processes, git operations, per-run state and
+//! logging.
 //!
 //! Each is a capability the host checks: a component that was not granted process
 //! spawning gets a `NotGranted` failure from [`run_process`], and the refusal is
 //! recorded.
 
 use crate::Failure;
-use crate::wit::cheng::tool::{approval, log as wlog, process, run_state};
+use crate::wit::cheng::tool::{approval, git, log as wlog, process, run_state};
+
+/// The typed git operations [`git_write`] takes, as the `cheng:tool/git` interface
+/// defines them.
+pub use crate::wit::cheng::tool::git::{
+    BranchDeleteOptions, CommitOptions, Operation as GitOperation, StashPushOptions, SwitchOptions, TagOptions,
+    WriteOutcome as GitOutcome, WriteRequest as GitRequest,
+};
 
 /// A person's answer to an approval request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +89,26 @@ impl Termination {
     }
 }
 
+impl From<process::Termination> for Termination {
+    fn from(t: process::Termination) -> Termination {
+        match t {
+            process::Termination::Exited => Termination::Exited,
+            process::Termination::TimedOut => Termination::TimedOut,
+            process::Termination::Cancelled => Termination::Cancelled,
+            process::Termination::Signalled => Termination::Signalled,
+            process::Termination::SpawnFailed => Termination::SpawnFailed,
+        }
+    }
+}
+
+/// Ask the host to change a repository in the workspace: the host checks every path
+/// and name, asks a person unless the operator's git rules decide, and runs its own git
+/// with the repository's hooks, filters and configured programs switched off. A git that
+/// ran and failed is an `Ok` outcome with its exit code; a refusal is an `Err`.
+pub fn git_write(req: &GitRequest) -> Result<GitOutcome, Failure> {
+    git::write(req).map_err(Failure::from_wit)
+}
+
 /// What happened to a command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
@@ -126,13 +154,7 @@ pub fn run_process(cmd: &Command) -> Result<Outcome, Failure> {
         command_display: out.command_display,
         cwd: out.cwd,
         exit_code: out.exit_code,
-        termination: match out.termination {
-            process::Termination::Exited => Termination::Exited,
-            process::Termination::TimedOut => Termination::TimedOut,
-            process::Termination::Cancelled => Termination::Cancelled,
-            process::Termination::Signalled => Termination::Signalled,
-            process::Termination::SpawnFailed => Termination::SpawnFailed,
-        },
+        termination: out.termination.into(),
         duration_ms: out.duration_ms,
         timeout_ms: out.timeout_ms,
         stdout: out.stdout,

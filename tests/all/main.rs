@@ -49,6 +49,8 @@ mod workspace_tests;
 mod markdown_preview;
 // workspace_git against the git CLI on repositories made here.
 mod git;
+// workspace_git_write against the git CLI; hooks, filters and aliases that must not run.
+mod git_write;
 // web_fetch and web_search against local servers, the egress guard, rebinding, net grants.
 mod web;
 // External MCP servers under confinement: real npm and PyPI servers, a hostile one.

@@ -33,6 +33,8 @@ pub const TABLES: &[(&str, &[&str])] = &[
         ],
     ),
     ("[[process.rules]]", &["program", "args", "decision", "network"]),
+    ("[git]", &["user_name", "user_email", "rules"]),
+    ("[[git.rules]]", &["operations", "branches", "decision"]),
     (
         "[serve]",
         &[

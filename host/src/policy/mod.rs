@@ -29,6 +29,7 @@
 //! assert!(err.to_string().contains("`command_whitelist` belongs in `[process]`"));
 //! ```
 
+pub mod git;
 pub mod keys;
 pub mod mcp;
 pub mod process;
@@ -60,8 +61,15 @@ pub const RECON_TOOLS: &[&str] = &[
 /// Tools the built-in `writer` role adds to `recon`: document writing.
 pub const WRITER_EXTRA: &[&str] = &["write_file"];
 /// Tools the built-in `developer` role adds to `writer`.
-pub const DEVELOPER_EXTRA: &[&str] =
-    &["edit_file", "apply_patch", "workspace_shell", "workspace_tests", "web_fetch", "web_search"];
+pub const DEVELOPER_EXTRA: &[&str] = &[
+    "edit_file",
+    "apply_patch",
+    "workspace_shell",
+    "workspace_tests",
+    "workspace_git_write",
+    "web_fetch",
+    "web_search",
+];
 /// The role used when neither the CLI nor the config names one.
 pub const DEFAULT_ROLE: &str = "developer";
 /// Default memory limit per call, in MiB.
@@ -114,6 +122,9 @@ pub struct Config {
     /// Process spawning (`[process]`).
     #[serde(default)]
     pub process: ProcessConfig,
+    /// `workspace_git_write`'s identity and rules (`[git]`, `[[git.rules]]`).
+    #[serde(default)]
+    pub git: git::GitConfig,
     /// Limits per run.
     #[serde(default)]
     pub runs: RunsConfig,
@@ -425,6 +436,7 @@ impl Config {
         cfg.source = source;
         cfg.policy()?;
         cfg.process.validate().map_err(err)?;
+        cfg.git.validate().map_err(err)?;
         cfg.web.read(&|_| None).map_err(err)?;
         cfg.mcp().map_err(err)?;
         if cfg.approvals.timeout_ms < MIN_APPROVAL_TIMEOUT_MS {
@@ -722,6 +734,13 @@ program = "git"
 args = ["status"]
 decision = "allow"
 network = false
+[git]
+user_name = "Agent"
+user_email = "agent@example.com"
+[[git.rules]]
+operations = ["add", "commit"]
+branches = ["agent/*"]
+decision = "allow"
 [serve]
 approvals_via_client = false
 max_request_bytes = 16777216
@@ -794,6 +813,7 @@ bearer_env = "REMOTE_TOKEN"
             "[roles.r]\n",
             "[tools.read_file]\n",
             "[process]\n",
+            "[git]\n",
             "[web]\n",
             "[web.search]\n",
         ];
@@ -805,6 +825,7 @@ bearer_env = "REMOTE_TOKEN"
             ("[[process.rules]]\n", "program = \"ls\"\ndecision = \"allow\"\n"),
             ("[[plugins]]\n", "id = \"a\"\npath = \"a.wasm\"\n"),
             ("[[mcp_servers]]\n", "id = \"a\"\ncommand = \"x\"\n"),
+            ("[[git.rules]]\n", "decision = \"allow\"\n"),
         ] {
             let e = Config::from_toml_str(&format!("{h}{body}zz_unknown = 1\n"), "x.toml").unwrap_err().to_string();
             assert!(e.contains("unknown key `zz_unknown`"), "{h}: {e}");

@@ -43,8 +43,10 @@ const DRIVER_KEYS: &[(&str, &[&str])] =
 
 /// The environment entries that neutralise a repository's programs for a git started
 /// in `cwd` (absolute) inside `workspace`.
-pub fn neutralising_env(cwd: &Path, workspace: &Path) -> Vec<(String, String)> {
-    let mut pairs: Vec<(String, String)> = FIXED.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+/// `extra` settings are added to the fixed ones.
+pub fn neutralising_env(cwd: &Path, workspace: &Path, extra: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut pairs: Vec<(String, String)> =
+        FIXED.iter().chain(extra).map(|(k, v)| (k.to_string(), v.to_string())).collect();
     for (section, name) in drivers(&config_files(cwd, workspace)) {
         if let Some((_, keys)) = DRIVER_KEYS.iter().find(|(s, _)| *s == section) {
             for key in *keys {
@@ -107,29 +109,83 @@ fn drivers(files: &[PathBuf]) -> BTreeSet<(String, String)> {
             continue;
         }
         let Ok(text) = std::fs::read_to_string(&file) else { continue };
-        let mut section: Option<(String, Option<String>)> = None;
-        for line in text.lines() {
-            let line = line.trim();
-            if let Some(header) = line.strip_prefix('[').and_then(|l| l.split(']').next()) {
-                section = Some(parse_header(header));
-                continue;
+        for e in entries(&text) {
+            if let Some(name) = &e.sub
+                && DRIVER_KEYS.iter().any(|(s, _)| *s == e.section)
+            {
+                found.insert((e.section.clone(), name.clone()));
             }
-            let Some((sec, sub)) = &section else { continue };
-            let key = line.split(['=', ' ', '\t']).next().unwrap_or("").to_ascii_lowercase();
-            if let Some(name) = sub {
-                if DRIVER_KEYS.iter().any(|(s, _)| s == sec) {
-                    found.insert((sec.clone(), name.clone()));
-                }
-                // includeIf "<condition>".path
-                if sec == "includeif" && key == "path" {
-                    queue.push((include_target(&file, line), depth + 1));
-                }
-            } else if sec == "include" && key == "path" {
-                queue.push((include_target(&file, line), depth + 1));
+            // `[include] path` and `[includeIf "<condition>"] path`.
+            if (e.section == "include" || (e.section == "includeif" && e.sub.is_some())) && e.key == "path" {
+                queue.push((include_target(&file, &e.value), depth + 1));
             }
         }
     }
     found
+}
+
+/// One `key = value` of a git configuration file, under its section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ConfigEntry {
+    /// The section, lower-cased (`filter`, `includeif`).
+    pub section: String,
+    /// The subsection (`"lfs"` in `[filter "lfs"]`), as written.
+    pub sub: Option<String>,
+    /// The key, lower-cased.
+    pub key: String,
+    /// The value: quotes removed, a trailing comment cut; `true` for a bare key.
+    pub value: String,
+}
+
+/// The entries of a configuration file's text, read the way git reads the common
+/// forms (sections, subsections, quoted values, `#` and `;` comments). A section
+/// header with nothing under it still yields an entry with an empty key, so that a
+/// bare `[include]` is seen.
+pub(crate) fn entries(text: &str) -> Vec<ConfigEntry> {
+    let mut out = Vec::new();
+    let mut section: Option<(String, Option<String>)> = None;
+    for line in text.lines() {
+        let mut line = line.trim();
+        if let Some(rest) = line.strip_prefix('[') {
+            let Some((header, after)) = rest.split_once(']') else { continue };
+            let (sec, sub) = parse_header(header);
+            out.push(ConfigEntry { section: sec.clone(), sub: sub.clone(), key: String::new(), value: String::new() });
+            section = Some((sec, sub));
+            // `[section] key = value` on one line.
+            line = after.trim();
+        }
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        let Some((sec, sub)) = &section else { continue };
+        let (key, value) = match line.split_once('=') {
+            Some((k, v)) => (k.trim(), value_of(v)),
+            None => (line.split([' ', '\t', '#', ';']).next().unwrap_or(""), "true".to_string()),
+        };
+        out.push(ConfigEntry { section: sec.clone(), sub: sub.clone(), key: key.to_ascii_lowercase(), value });
+    }
+    out
+}
+
+/// A value as git reads it: quoted parts unquoted (with `\"`, `\\`, `\n`, `\t`), a
+/// comment outside quotes cut, surrounding space trimmed.
+fn value_of(raw: &str) -> String {
+    let mut out = String::new();
+    let (mut quoted, mut chars) = (false, raw.trim().chars());
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => quoted = !quoted,
+            '\\' => match chars.next() {
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some(other) => out.push(other),
+                None => {}
+            },
+            '#' | ';' if !quoted => break,
+            _ => out.push(c),
+        }
+    }
+    out.trim_end().to_string()
 }
 
 /// `[section "sub"]` or `[section.sub]`, the section lower-cased.
@@ -145,9 +201,8 @@ fn parse_header(header: &str) -> (String, Option<String>) {
     }
 }
 
-/// The file a `path = …` line of `from` includes (relative to `from`'s directory).
-fn include_target(from: &Path, line: &str) -> PathBuf {
-    let value = line.split_once('=').map(|(_, v)| v.trim().trim_matches('"')).unwrap_or("");
+/// The file an include's `path` value in `from` names (relative to `from`'s directory).
+fn include_target(from: &Path, value: &str) -> PathBuf {
     let value = match value.strip_prefix("~/") {
         Some(rest) => std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(rest),
         None => PathBuf::from(value),
@@ -171,7 +226,7 @@ mod tests {
         .unwrap();
         std::fs::write(dir.join("extra.cfg"), "[diff \"pic\"]\n\ttextconv = evil2\n[merge.ours]\n\tdriver = evil3\n")
             .unwrap();
-        let env = neutralising_env(&dir, &dir);
+        let env = neutralising_env(&dir, &dir, &[]);
         let text: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
         // Fixed settings are switched off.
         assert!(text.iter().any(|t| t.ends_with("=core.fsmonitor")), "{text:?}");
@@ -180,5 +235,22 @@ mod tests {
             assert!(text.iter().any(|t| t.ends_with(&format!("={key}"))), "{key}: {text:?}");
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn entries_read_sections_quotes_and_comments() {
+        let text = "[core]\n\tfsmonitor = \"touch x\" # run me\n[user]\n  name = A \\\"B\\\" C ; c\n\temail=a@b\n\
+                    [include]\n[includeIf \"gitdir:/x/\"]\n\tpath = /tmp/evil\n[remote.origin]\n\tbare\n";
+        let e = entries(text);
+        let find = |s: &str, k: &str| e.iter().find(|x| x.section == s && x.key == k).map(|x| x.value.clone());
+        assert_eq!(find("core", "fsmonitor").as_deref(), Some("touch x"));
+        assert_eq!(find("user", "name").as_deref(), Some("A \"B\" C"));
+        assert_eq!(find("user", "email").as_deref(), Some("a@b"));
+        // A bare [include] header is seen, and includeIf's path with its condition.
+        assert!(e.iter().any(|x| x.section == "include" && x.key.is_empty()));
+        let inc = e.iter().find(|x| x.section == "includeif").unwrap();
+        assert_eq!(inc.sub.as_deref(), Some("gitdir:/x/"));
+        assert_eq!(find("includeif", "path").as_deref(), Some("/tmp/evil"));
+        assert_eq!(find("remote", "bare").as_deref(), Some("true"));
     }
 }

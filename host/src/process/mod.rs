@@ -30,6 +30,7 @@ mod card;
 pub(crate) mod contain;
 mod environment;
 mod git;
+pub(crate) mod git_write;
 mod launchers;
 mod resolve;
 mod rules;
@@ -142,6 +143,9 @@ pub(crate) struct Prepared {
     pub rule_network: bool,
     /// Set when the program could not be found; the run reports `spawn_failed`.
     pub missing: Option<String>,
+    /// A Landlock plan of its own instead of the tier's (the host's git); the run adds
+    /// the temporary directory to its writable trees.
+    pub plan: Option<sandbox::Plan>,
 }
 
 impl Prepared {
@@ -210,6 +214,8 @@ pub(crate) struct Spawner {
     /// configuration is looked up): when one lies in a workspace, no command runs there
     /// without a person's answer, since any command may write its workspace.
     protected: Vec<PathBuf>,
+    /// `workspace_git_write`'s identity and rules.
+    git: crate::policy::git::GitConfig,
 }
 
 /// `~/x` against the host's home; other entries as written; only absolute results.
@@ -253,7 +259,14 @@ impl Spawner {
             path,
             protected,
             cfg,
+            git: Default::default(),
         }
+    }
+
+    /// With `workspace_git_write`'s `[git]` settings.
+    pub fn with_git(mut self, git: crate::policy::git::GitConfig) -> Spawner {
+        self.git = git;
+        self
     }
 
     /// Check `req` and resolve what it would run.
@@ -342,7 +355,7 @@ impl Spawner {
         }
         environment::merge_request(&self.cfg, &mut env, &req.env)?;
         if chain.steps.iter().any(|s| resolve(&s.name).is_some_and(|id| id.name() == "git")) {
-            env.extend(git::neutralising_env(&cwd_abs, root));
+            env.extend(git::neutralising_env(&cwd_abs, root, &[]));
         }
 
         let timeout = Duration::from_millis(req.timeout_ms.unwrap_or(self.cfg.timeout_ms).clamp(1, MAX_TIMEOUT_MS));
@@ -361,6 +374,7 @@ impl Spawner {
             decision: decided.decision,
             rule_network: decided.network,
             missing,
+            plan: None,
         })
     }
 

@@ -61,13 +61,21 @@ impl Spawner {
                 let _ = std::fs::create_dir_all(&dir);
                 writable.push(dir);
             }
-            let plan = match tier {
-                Tier::Approved => sandbox::Plan { writable, readable: None, network: true, system: None },
-                Tier::Unasked { network } => {
+            let plan = match (&p.plan, tier) {
+                // A plan of its own (the host's git): only its temp dir is added.
+                (Some(own), _) => {
+                    let mut own = own.clone();
+                    own.writable.push(tmp.clone());
+                    own
+                }
+                (None, Tier::Approved) => {
+                    sandbox::Plan { writable, readable: None, network: true, system: None, execute: None }
+                }
+                (None, Tier::Unasked { network }) => {
                     // The program itself runs from where it was found (a rule named it).
                     let home = p.program.parent().map(std::path::Path::to_path_buf);
                     let readable = writable.iter().chain(&self.readable).chain(home.as_ref()).cloned().collect();
-                    sandbox::Plan { writable, readable: Some(readable), network, system: None }
+                    sandbox::Plan { writable, readable: Some(readable), network, system: None, execute: None }
                 }
             };
             match sandbox::ruleset(&plan) {

@@ -105,18 +105,27 @@ pub struct Plan {
     /// The system trees it reads besides `readable` (when that is `Some`): `None` for
     /// [`SYSTEM_READABLE`].
     pub system: Option<Vec<PathBuf>>,
+    /// The only files and trees it may execute from (a program, its ELF interpreter,
+    /// its helper directory); `None` for everything it may read. With a list, nothing
+    /// it reads or writes elsewhere can be executed — not a hook, not `/bin/sh`.
+    pub execute: Option<Vec<PathBuf>>,
 }
 
 /// Build the ruleset for `plan`.
 pub fn ruleset(plan: &Plan) -> Result<RulesetCreated, String> {
     let e = |e: landlock::RulesetError| e.to_string();
-    let all = AccessFs::from_all(ABI_WANTED);
-    let read = AccessFs::from_read(ABI_WANTED);
+    let exec_limited = plan.execute.is_some();
+    let strip = |r: landlock::BitFlags<AccessFs>| if exec_limited { r & !AccessFs::Execute } else { r };
+    let all = strip(AccessFs::from_all(ABI_WANTED));
+    let read = strip(AccessFs::from_read(ABI_WANTED));
     let mut scopes: landlock::BitFlags<Scope> = Scope::Signal.into();
     if plan.readable.is_some() {
         scopes |= Scope::AbstractUnixSocket;
     }
-    let mut attr = Ruleset::default().set_compatibility(CompatLevel::BestEffort).handle_access(all).map_err(e)?;
+    let mut attr = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(ABI_WANTED))
+        .map_err(e)?;
     if !plan.network {
         attr = attr.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp).map_err(e)?;
     }
@@ -144,6 +153,13 @@ pub fn ruleset(plan: &Plan) -> Result<RulesetCreated, String> {
     for dir in &plan.writable {
         if let Ok(fd) = PathFd::new(dir) {
             rs = rs.add_rule(PathBeneath::new(fd, all)).map_err(e)?;
+        }
+    }
+    for path in plan.execute.iter().flatten() {
+        let exec = AccessFs::from_read(ABI_WANTED);
+        let rights = if path.is_dir() { exec } else { exec & AccessFs::from_file(ABI_WANTED) };
+        if let Ok(fd) = PathFd::new(path) {
+            rs = rs.add_rule(PathBeneath::new(fd, rights)).map_err(e)?;
         }
     }
     Ok(rs)

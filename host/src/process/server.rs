@@ -260,6 +260,7 @@ impl Spawner {
                 readable: Some(readable.clone()),
                 network: launch.net,
                 system: Some(system),
+                execute: None,
             };
             let rs = sandbox::ruleset(&plan).map_err(|e| format!("cannot build the Landlock ruleset: {e}"))?;
             landlock_fd = rs.into();

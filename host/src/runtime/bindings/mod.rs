@@ -6,6 +6,7 @@
 //! | `cheng:tool/approval` | [`approval`] | asks the approvals broker |
 //! | `cheng:tool/fs` | [`fs`] | reads, listings, atomic writes and removals through the guard, within the grant |
 //! | `cheng:tool/process` | [`process`] | policy, approval, then a confined, bounded child |
+//! | `cheng:tool/git` | [`git`] | checked git operations: rules or approval, then the host's git, confined |
 //! | `cheng:tool/run-state` | [`run_state`] | per-run data, scoped to the component |
 //! | `cheng:tool/log` | [`log`] | guest log lines into `tracing` |
 //! | `wasi:http/outgoing-handler` | [`http`] | the egress guard, then a connection to the checked address |
@@ -23,6 +24,7 @@
 pub mod approval;
 mod convert;
 pub mod fs;
+pub mod git;
 pub mod http;
 pub mod log;
 pub mod process;

@@ -9,15 +9,62 @@ use std::time::Instant;
 
 use super::generated::cheng::tool::process::{CommandOutcome, CommandRequest, Host};
 use super::generated::cheng::tool::types::Failure;
-use super::{ChengView, failure};
+use super::{CallCaps, ChengView, failure};
 use crate::approvals::{self, Decision};
 use crate::capability;
 use crate::policy::process::RuleDecision;
 use crate::process::{self as proc_, Tier};
 use cheng_contract::ErrorKind;
 
-fn denied(d: &capability::Denial) -> Failure {
+pub(super) fn denied(d: &capability::Denial) -> Failure {
     Failure { kind: d.kind.into(), message: d.message.clone(), terminal: true }
+}
+
+/// The tier a command runs at: `allowed` when an operator rule let it run without
+/// asking, else a person's answer to the card. A refusal, a timeout or nobody to ask is
+/// a failure, recorded as a denial with the approval on the call's record.
+pub(super) async fn approve(
+    caps: &CallCaps,
+    allowed: Option<Tier>,
+    summary: String,
+    detail: String,
+    purpose: String,
+    display: &str,
+) -> Result<Tier, Failure> {
+    if let Some(tier) = allowed {
+        return Ok(tier);
+    }
+    let scope = &caps.scope;
+    let card = approvals::ApprovalRequest::new(&scope.cx.run, &scope.cx.role, &scope.tool, summary, detail, purpose);
+    let broker = caps.broker.clone();
+    let decision = tokio::select! {
+        o = broker.request(card) => Some(o),
+        _ = scope.cx.cancel.cancelled() => None,
+    };
+    let Some(outcome) = decision else {
+        return Err(failure(
+            ErrorKind::Cancelled,
+            "The call was cancelled while the command waited for approval; nothing ran.",
+        ));
+    };
+    let d = outcome.decision;
+    scope.approval(outcome);
+    match d {
+        Decision::Approved => Ok(Tier::Approved),
+        // Approved without asking anyone: no person saw the command.
+        Decision::AutoApproved => Ok(Tier::Unasked { network: false }),
+        _ => {
+            let why = match d {
+                Decision::TimedOut => " (nobody answered in time)",
+                Decision::NoApprover => " (nobody could be asked)",
+                _ => "",
+            };
+            let denial = capability::approval(display, why);
+            let f = denied(&denial);
+            scope.deny(denial);
+            Err(f)
+        }
+    }
 }
 
 impl Host for ChengView<'_> {
@@ -50,50 +97,18 @@ impl Host for ChengView<'_> {
             Err(r) => return Err(failure(r.kind, r.message)),
         };
         let started = Instant::now();
-        let tier = if prepared.decision == RuleDecision::Allow {
+        let allowed = (prepared.decision == RuleDecision::Allow).then(|| {
             tracing::info!(target: "cheng::process", run = %scope.cx.run,
                 command = %cheng_contract::text::escape_line(&prepared.display), "allowed by an operator rule without asking");
             Tier::Unasked { network: prepared.rule_network }
-        } else {
-            let (summary, detail) = proc_::card(&prepared);
-            let card = approvals::ApprovalRequest::new(
-                &scope.cx.run,
-                &scope.cx.role,
-                &scope.tool,
-                summary,
-                detail,
-                prepared.purpose.clone(),
-            );
-            let broker = caps.broker.clone();
-            let decision = tokio::select! {
-                o = broker.request(card) => Some(o),
-                _ = scope.cx.cancel.cancelled() => None,
-            };
-            let Some(outcome) = decision else {
+        });
+        let (summary, detail) = proc_::card(&prepared);
+        let asked = approve(caps, allowed, summary, detail, prepared.purpose.clone(), &prepared.display).await;
+        let tier = match asked {
+            Ok(t) => t,
+            Err(f) => {
                 self.ctx.budget.add_wait(started.elapsed());
-                return Err(failure(
-                    ErrorKind::Cancelled,
-                    "The call was cancelled while the command waited for approval; nothing ran.",
-                ));
-            };
-            let d = outcome.decision;
-            scope.approval(outcome);
-            match d {
-                Decision::Approved => Tier::Approved,
-                // Approved without asking anyone: no person saw the command.
-                Decision::AutoApproved => Tier::Unasked { network: false },
-                _ => {
-                    self.ctx.budget.add_wait(started.elapsed());
-                    let why = match d {
-                        Decision::TimedOut => " (nobody answered in time)",
-                        Decision::NoApprover => " (nobody could be asked)",
-                        _ => "",
-                    };
-                    let denial = capability::approval(&prepared.display, why);
-                    let f = denied(&denial);
-                    scope.deny(denial);
-                    return Err(f);
-                }
+                return Err(f);
             }
         };
         scope.commands(1);

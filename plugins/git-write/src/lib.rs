@@ -1,0 +1,298 @@
+//! The `git-write` component: `workspace_git_write`. Like the shell component it holds
+//! no authority of its own and mounts no files: it turns the model's request into one
+//! typed `cheng:tool/git` operation, and the host checks every path and name, applies
+//! the operator's git rules or asks a person, and runs its own git with the
+//! repository's hooks, filters and configured programs switched off and confined.
+//! There is no network operation to ask for: `push`, `fetch`, `pull`, `clone` and
+//! submodule updates are refused here with a message that says so.
+
+use cheng_sdk::host::{self, GitOperation, Termination};
+use cheng_sdk::prelude::*;
+
+/// Operations that reach another machine; none exists in this tool.
+const NETWORK: &[&str] =
+    &["push", "fetch", "pull", "clone", "submodule", "submodule_update", "remote", "ls_remote", "ls-remote"];
+
+/// The operations, for messages.
+const OPERATIONS: &str = "add, unstage, restore, commit, switch, branch_delete, stash_push, stash_pop or tag";
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GitWriteInput {
+    /// add, unstage, restore, commit, switch, branch_delete, stash_push, stash_pop or tag.
+    /// No network operation exists (push, fetch, pull, clone, submodule update).
+    operation: String,
+    /// A directory inside the repository, relative to the workspace root; omit for the root.
+    #[serde(default)]
+    cwd: Option<String>,
+    /// add, unstage, restore (required) and stash_push (optional): paths relative to the
+    /// repository root ("." for everything; wildcards such as *.rs allowed). No absolute
+    /// paths, no `..`, nothing beginning with '-' or ':'.
+    #[serde(default)]
+    pathspecs: Vec<String>,
+    /// commit (required), tag (makes it annotated), stash_push: the message.
+    #[serde(default)]
+    message: Option<String>,
+    /// commit: replace the current commit instead of adding one.
+    #[serde(default)]
+    amend: bool,
+    /// commit: commit even when nothing is staged.
+    #[serde(default)]
+    allow_empty: bool,
+    /// switch, branch_delete: the branch.
+    #[serde(default)]
+    branch: Option<String>,
+    /// switch: create the branch at the current commit.
+    #[serde(default)]
+    create: bool,
+    /// branch_delete: delete even when its commits are not merged.
+    #[serde(default)]
+    force: bool,
+    /// stash_push: stash untracked files too.
+    #[serde(default)]
+    include_untracked: bool,
+    /// stash_pop: which entry (0, the default, is the newest).
+    #[serde(default)]
+    stash: Option<u32>,
+    /// tag: the tag's name.
+    #[serde(default)]
+    name: Option<String>,
+    /// tag: what it names (a branch, a tag or a commit hash); default HEAD.
+    #[serde(default)]
+    target: Option<String>,
+    /// Wall-clock budget in ms (default 60000, at most 600000).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    timeout_ms: Option<u64>,
+    /// One sentence on why; shown to the person approving it.
+    #[serde(default)]
+    purpose: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct GitWriteOutput {
+    /// The operation that was executed.
+    operation: String,
+    /// True when git ran and exited with code 0.
+    success: bool,
+    /// What happened, in one sentence.
+    summary: String,
+    /// The repository's directory, relative to the workspace root.
+    repository: String,
+    /// The git command as it ran (without the host's settings).
+    command_display: String,
+    /// git's exit code (null when it did not exit by itself).
+    exit_code: Option<i32>,
+    /// exited, timed_out, cancelled, signalled or spawn_failed.
+    termination: String,
+    /// Wall-clock milliseconds.
+    duration_ms: u64,
+    /// The current branch afterwards (null when HEAD is detached).
+    current_branch: Option<String>,
+    /// The commit HEAD names afterwards (null before the first commit).
+    head: Option<String>,
+    /// git's standard output (head and tail kept when over the cap).
+    stdout: String,
+    /// True when stdout was cut.
+    stdout_truncated: bool,
+    /// git's standard error (head and tail kept when over the cap).
+    stderr: String,
+    /// True when stderr was cut.
+    stderr_truncated: bool,
+    /// A LOCAL_EXECUTOR_* code when git did not run to its end.
+    error_kind: Option<String>,
+    /// True when retrying the same request cannot help.
+    terminal: bool,
+    /// What went wrong, when something did.
+    error: Option<String>,
+}
+
+/// Which input fields each operation takes (besides operation, cwd, timeout_ms, purpose).
+fn fields_used(input: &GitWriteInput) -> Vec<&'static str> {
+    let mut v = Vec::new();
+    let set = [
+        ("pathspecs", !input.pathspecs.is_empty()),
+        ("message", input.message.is_some()),
+        ("amend", input.amend),
+        ("allow_empty", input.allow_empty),
+        ("branch", input.branch.is_some()),
+        ("create", input.create),
+        ("force", input.force),
+        ("include_untracked", input.include_untracked),
+        ("stash", input.stash.is_some()),
+        ("name", input.name.is_some()),
+        ("target", input.target.is_some()),
+    ];
+    for (name, given) in set {
+        if given {
+            v.push(name);
+        }
+    }
+    v
+}
+
+fn allowed_fields(op: &str) -> &'static [&'static str] {
+    match op {
+        "add" | "unstage" | "restore" => &["pathspecs"],
+        "commit" => &["message", "amend", "allow_empty"],
+        "switch" => &["branch", "create"],
+        "branch_delete" => &["branch", "force"],
+        "stash_push" => &["message", "include_untracked", "pathspecs"],
+        "stash_pop" => &["stash"],
+        "tag" => &["name", "target", "message"],
+        _ => &[],
+    }
+}
+
+fn required(value: Option<String>, field: &str, op: &str) -> Result<String, Failure> {
+    value.ok_or_else(|| Failure::invalid_argument(format!("{op} needs `{field}`")))
+}
+
+/// The typed operation the input asks for.
+fn operation(input: &mut GitWriteInput) -> Result<GitOperation, Failure> {
+    let op = input.operation.trim().to_ascii_lowercase().replace('-', "_");
+    if NETWORK.contains(&op.as_str()) {
+        return Err(Failure::new(
+            ErrorKind::CommandNotAllowed,
+            format!(
+                "`{op}` would reach another machine, and workspace_git_write has no network operations (no push, \
+                 fetch, pull, clone or submodule update). Do not retry; ask the person to run it themselves"
+            ),
+        ));
+    }
+    let allowed = allowed_fields(&op);
+    if allowed.is_empty() {
+        return Err(Failure::invalid_argument(format!("unknown operation \"{}\": use {OPERATIONS}", input.operation)));
+    }
+    if let Some(extra) = fields_used(input).into_iter().find(|f| !allowed.contains(f)) {
+        return Err(Failure::invalid_argument(format!(
+            "`{extra}` does not apply to {op} (it takes: {})",
+            allowed.join(", ")
+        )));
+    }
+    let paths = std::mem::take(&mut input.pathspecs);
+    Ok(match op.as_str() {
+        "add" => GitOperation::Add(paths),
+        "unstage" => GitOperation::Unstage(paths),
+        "restore" => GitOperation::Restore(paths),
+        "commit" => GitOperation::Commit(host::CommitOptions {
+            message: required(input.message.take(), "message", "commit")?,
+            amend: input.amend,
+            allow_empty: input.allow_empty,
+        }),
+        "switch" => GitOperation::Switch(host::SwitchOptions {
+            branch: required(input.branch.take(), "branch", "switch")?,
+            create: input.create,
+        }),
+        "branch_delete" => GitOperation::BranchDelete(host::BranchDeleteOptions {
+            branch: required(input.branch.take(), "branch", "branch_delete")?,
+            force: input.force,
+        }),
+        "stash_push" => GitOperation::StashPush(host::StashPushOptions {
+            message: input.message.take(),
+            include_untracked: input.include_untracked,
+            pathspecs: paths,
+        }),
+        "stash_pop" => GitOperation::StashPop(input.stash.unwrap_or(0)),
+        _ => GitOperation::Tag(host::TagOptions {
+            name: required(input.name.take(), "name", "tag")?,
+            target: input.target.take(),
+            message: input.message.take(),
+        }),
+    })
+}
+
+/// git's first meaningful stderr line (`fatal: …`, `error: …`), for summaries.
+fn first_complaint(stderr: &str) -> Option<&str> {
+    let lines = stderr.lines().map(str::trim).filter(|l| !l.is_empty());
+    let mut all = lines.clone();
+    lines.clone().find(|l| l.starts_with("fatal:") || l.starts_with("error:")).or_else(|| all.next())
+}
+
+pub struct WorkspaceGitWrite;
+impl Tool for WorkspaceGitWrite {
+    const NAME: &'static str = "workspace_git_write";
+    const DESCRIPTION: &'static str = "Change the git repository: add, unstage or restore paths, commit (optionally \
+        amend), switch or create a branch, delete a branch, stash_push / stash_pop, tag. Each operation is approved by \
+        a person unless the operator's rules allow it; the repository's hooks, filters and configured programs never \
+        run. No network operations (push, fetch, pull, clone). Paths are relative to the repository root. A git that \
+        fails (nothing to commit, a conflict) is reported with its stderr, not as an error.";
+    const NEEDS: Needs = Needs::NONE.with_spawn();
+    type Input = GitWriteInput;
+    type Output = GitWriteOutput;
+
+    fn run(mut input: GitWriteInput, _cx: &Context) -> Result<GitWriteOutput, Failure> {
+        let operation = operation(&mut input)?;
+        let op_name = input.operation.trim().to_ascii_lowercase().replace('-', "_");
+        let req = host::GitRequest { cwd: input.cwd, operation, timeout_ms: input.timeout_ms, purpose: input.purpose };
+        let out = host::git_write(&req)?;
+        let termination = Termination::from(out.termination);
+        let display = &out.command_display;
+        let (summary, error_kind, terminal, error) = match termination {
+            Termination::Exited if out.exit_code == Some(0) => {
+                let mut s = format!("`{display}` succeeded");
+                let on = out.branch.as_deref().map(|b| format!("branch {b}")).unwrap_or("detached HEAD".into());
+                match &out.head {
+                    Some(h) => s.push_str(&format!("; {on} is at {}", &h[..h.len().min(12)])),
+                    None => s.push_str(&format!("; {on} has no commits yet")),
+                }
+                (s, None, false, None)
+            }
+            Termination::Exited => {
+                let code = out.exit_code.unwrap_or(-1);
+                let why = first_complaint(&out.stderr).or_else(|| first_complaint(&out.stdout));
+                let s = match why {
+                    Some(w) => format!("`{display}` failed with exit code {code}: {w}"),
+                    None => format!("`{display}` failed with exit code {code}"),
+                };
+                (s, None, false, why.map(str::to_string))
+            }
+            Termination::TimedOut => (
+                "git timed out and was stopped".to_string(),
+                Some(ErrorKind::Timeout),
+                false,
+                Some(format!(
+                    "`{display}` was still running after its budget and was stopped (git's locks make that safe); \
+                     give a larger timeout_ms"
+                )),
+            ),
+            Termination::Cancelled => (
+                "git was cancelled and stopped".to_string(),
+                Some(ErrorKind::Cancelled),
+                false,
+                Some("the call was cancelled; git was stopped".to_string()),
+            ),
+            Termination::Signalled => (
+                format!("`{display}` was ended by a signal"),
+                None,
+                false,
+                Some("git was ended by a signal".to_string()),
+            ),
+            Termination::SpawnFailed => {
+                let why = out.error.clone().unwrap_or_else(|| "git could not be started".to_string());
+                (format!("`{display}` could not be started: {why}"), Some(ErrorKind::SpawnFailed), true, Some(why))
+            }
+        };
+        Ok(GitWriteOutput {
+            operation: op_name,
+            success: termination == Termination::Exited && out.exit_code == Some(0),
+            summary,
+            repository: out.repository,
+            command_display: out.command_display.clone(),
+            exit_code: out.exit_code,
+            termination: termination.as_str().to_string(),
+            duration_ms: out.duration_ms,
+            current_branch: out.branch,
+            head: out.head,
+            stdout: out.stdout,
+            stdout_truncated: out.stdout_truncated,
+            stderr: out.stderr,
+            stderr_truncated: out.stderr_truncated,
+            error_kind: error_kind.map(|k| k.code().to_string()),
+            terminal,
+            error,
+        })
+    }
+}
+
+cheng_sdk::export_tools!(WorkspaceGitWrite);
