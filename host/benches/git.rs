@@ -1,7 +1,9 @@
 //! workspace_git against the git CLI on a repository of 2,000 files and 1,000 commits:
 //! `status` (nothing staged, then one file staged) and `log` (100 commits), whole call
 //! (in-process `Host::call`, gix inside the guest) against the whole `git` process,
-//! interleaved in the same run.
+//! interleaved in the same run; then workspace_git_write's `add` + `commit` of 10
+//! changed files (allowed by a rule, so no approval) against `git add` + `git commit`
+//! on a copy of the same repository.
 //!
 //! Run: `cargo bench --bench git` (add `-- --quick` for fewer iterations, `-- --large`
 //! for 20,000 files).
@@ -104,4 +106,58 @@ async fn main() {
         let (a, g) = (p50(a), p50(g));
         println!("{name}: workspace_git p50 {:.2} ms; git p50 {:.2} ms; ratio {:.2}x", ms(a), ms(g), ms(a) / ms(g));
     }
+    write_bench(&ws, files, n).await;
+}
+
+/// `add` + `commit` of 10 changed files: workspace_git_write through `Host::call`
+/// against the git CLI on a copy, interleaved.
+async fn write_bench(ws: &tempfile::TempDir, files: usize, n: usize) {
+    let theirs = tempfile::tempdir().unwrap();
+    let ok = Command::new("cp").arg("-a").arg(format!("{}/.", ws.path().display())).arg(theirs.path()).status();
+    assert!(ok.unwrap().success());
+    let state = tempfile::tempdir().unwrap();
+    let config = "[git]\nuser_name = \"Ada\"\nuser_email = \"ada@example.com\"\n\
+                  [[git.rules]]\noperations = [\"add\", \"commit\"]\ndecision = \"allow\"\n";
+    let mut b = HostBuilder::new();
+    b.config(Config::from_toml_str(config, "bench.toml").unwrap()).state_dir(state.path());
+    let host = b.build().await.unwrap();
+    let cx = Context::new(ws.path()).role("developer");
+    let dirs = files / 50;
+    let paths: Vec<String> = (0..10).map(|i| format!("d{}/f{}.txt", (i * 37) % dirs, i * 37)).collect();
+    let (mut a, mut g) = (Vec::new(), Vec::new());
+    for round in 0..=n {
+        for dir in [ws.path(), theirs.path()] {
+            for p in &paths {
+                std::fs::write(dir.join(p), format!("round {round}\n")).unwrap();
+            }
+        }
+        let t = Instant::now();
+        let r = host.call(&cx, "workspace_git_write", json!({"operation": "add", "pathspecs": paths})).await;
+        assert_eq!(r.output["success"], true, "{}", r.output);
+        let msg = format!("round {round}");
+        let r = host.call(&cx, "workspace_git_write", json!({"operation": "commit", "message": msg})).await;
+        assert_eq!(r.output["success"], true, "{}", r.output);
+        let ours = t.elapsed();
+        let t = Instant::now();
+        let o = git(theirs.path()).arg("add").arg("--").args(&paths).output().unwrap();
+        assert!(o.status.success());
+        let o = git(theirs.path())
+            .args(["-c", "user.name=Ada", "-c", "user.email=ada@example.com", "commit", "-q", "-m", &msg])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let cli = t.elapsed();
+        // The first round warms the component, git and the caches.
+        if round > 0 {
+            a.push(ours);
+            g.push(cli);
+        }
+    }
+    let (a, g) = (p50(a), p50(g));
+    println!(
+        "add + commit of 10 files: workspace_git_write p50 {:.2} ms; git add + git commit p50 {:.2} ms; ratio {:.2}x",
+        ms(a),
+        ms(g),
+        ms(a) / ms(g)
+    );
 }
