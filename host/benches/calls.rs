@@ -3,7 +3,7 @@
 //! throughput and memory with many calls in flight. Each ratio is measured against its
 //! baseline in the same run.
 //!
-//! Run: `cargo bench --bench calls` (add `-- --quick` for fewer iterations).
+//! Run: `cargo bench --bench all -- calls` (add `--quick` for fewer iterations).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -63,8 +63,8 @@ async fn host(state: &Path, noop: &[u8], records: bool) -> Host {
     b.build().await.unwrap()
 }
 
-#[tokio::main]
-async fn main() {
+/// The benchmark (`cargo bench --bench all -- calls`).
+pub async fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let iters = if quick { 2_000 } else { 20_000 };
     let target = repo().join("target");

