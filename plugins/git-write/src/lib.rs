@@ -150,7 +150,9 @@ fn required(value: Option<String>, field: &str, op: &str) -> Result<String, Fail
 
 /// The typed operation the input asks for.
 fn operation(input: &mut GitWriteInput) -> Result<GitOperation, Failure> {
-    let op = input.operation.trim().to_ascii_lowercase().replace('-', "_");
+    let raw = std::mem::take(&mut input.operation);
+    input.operation = raw.trim().to_ascii_lowercase().replace('-', "_");
+    let op = input.operation.clone();
     if NETWORK.contains(&op.as_str()) {
         return Err(Failure::new(
             ErrorKind::CommandNotAllowed,
@@ -162,7 +164,7 @@ fn operation(input: &mut GitWriteInput) -> Result<GitOperation, Failure> {
     }
     let allowed = allowed_fields(&op);
     if allowed.is_empty() {
-        return Err(Failure::invalid_argument(format!("unknown operation \"{}\": use {OPERATIONS}", input.operation)));
+        return Err(Failure::invalid_argument(format!("unknown operation \"{raw}\": use {OPERATIONS}")));
     }
     if let Some(extra) = fields_used(input).into_iter().find(|f| !allowed.contains(f)) {
         return Err(Failure::invalid_argument(format!(
@@ -204,9 +206,9 @@ fn operation(input: &mut GitWriteInput) -> Result<GitOperation, Failure> {
 
 /// git's first meaningful stderr line (`fatal: …`, `error: …`), for summaries.
 fn first_complaint(stderr: &str) -> Option<&str> {
-    let lines = stderr.lines().map(str::trim).filter(|l| !l.is_empty());
-    let mut all = lines.clone();
-    lines.clone().find(|l| l.starts_with("fatal:") || l.starts_with("error:")).or_else(|| all.next())
+    let mut lines = stderr.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.clone().next();
+    lines.find(|l| l.starts_with("fatal:") || l.starts_with("error:")).or(first)
 }
 
 pub struct WorkspaceGitWrite;
@@ -223,7 +225,7 @@ impl Tool for WorkspaceGitWrite {
 
     fn run(mut input: GitWriteInput, _cx: &Context) -> Result<GitWriteOutput, Failure> {
         let operation = operation(&mut input)?;
-        let op_name = input.operation.trim().to_ascii_lowercase().replace('-', "_");
+        let op_name = input.operation;
         let req = host::GitRequest { cwd: input.cwd, operation, timeout_ms: input.timeout_ms, purpose: input.purpose };
         let out = host::git_write(&req)?;
         let termination = Termination::from(out.termination);

@@ -14,7 +14,7 @@ use super::{ChengView, failure};
 use crate::capability;
 use crate::policy::process::RuleDecision;
 use crate::process::Tier;
-use crate::process::git_write::{GitRequest, Operation};
+use crate::process::git_write::{GitRequest, Operation, PreparedGit};
 
 fn operation(op: WitOp) -> Operation {
     match op {
@@ -59,15 +59,13 @@ impl Host for ChengView<'_> {
             Err(r) => return Err(failure(r.kind, r.message)),
         };
         let started = Instant::now();
-        let p = &prepared.prepared;
-        let allowed = (p.decision == RuleDecision::Allow).then(|| {
+        let PreparedGit { prepared, repo, summary, detail } = prepared;
+        let allowed = (prepared.decision == RuleDecision::Allow).then(|| {
             tracing::info!(target: "cheng::process", run = %scope.cx.run, operation = name,
-                repository = %prepared.repo.top.display(), "git operation allowed by an operator rule without asking");
+                repository = %repo.top.display(), "git operation allowed by an operator rule without asking");
             Tier::Unasked { network: false }
         });
-        let asked =
-            approve(caps, allowed, prepared.summary.clone(), prepared.detail.clone(), p.purpose.clone(), &p.display)
-                .await;
+        let asked = approve(caps, allowed, summary, detail, prepared.purpose.clone(), &prepared.display).await;
         let tier = match asked {
             Ok(t) => t,
             Err(f) => {
@@ -75,9 +73,8 @@ impl Host for ChengView<'_> {
                 return Err(f);
             }
         };
-        let repo = prepared.repo.clone();
         scope.commands(1);
-        let out = caps.spawner.run(prepared.prepared, tier, &scope.cx.cancel).await;
+        let out = caps.spawner.run(prepared, tier, &scope.cx.cancel).await;
         scope.commands(-1);
         self.ctx.budget.add_wait(started.elapsed());
         let (branch, head) = repo.head();
