@@ -327,11 +327,15 @@ fn need_state(state: &Option<PathBuf>) -> Result<PathBuf> {
     Ok(state.clone().ok_or_else(|| UsageError("no state directory; pass --state-dir".into()))?)
 }
 
-/// The workspace: `--workspace`, else the current directory.
-fn workspace_of(workspace: &Option<PathBuf>) -> Result<PathBuf> {
+/// The workspace: `--workspace`, else the current directory — unless that is `/`, the
+/// home, or holds the home or the state dir (refused with how to give one).
+fn workspace_of(workspace: &Option<PathBuf>, state: &Option<PathBuf>) -> Result<PathBuf> {
     match workspace {
         Some(w) => Ok(w.clone()),
-        None => std::env::current_dir().context("cannot read the current directory"),
+        None => {
+            let state = state.clone().unwrap_or_default();
+            Ok(cheng_host::server::workspace::current_dir_default(&state).map_err(|e| UsageError(e.0))?)
+        }
     }
 }
 
@@ -403,7 +407,10 @@ async fn run(cli: Cli) -> Result<u8> {
                         (false, None) => bail!(UsageError("give --role ROLE for an agent token, or --operator".into())),
                     };
                     let name = name.clone().unwrap_or_else(|| format!("token-{}", &cheng_host::new_id()[..8]));
-                    let secret = store.add(&name, kind, role).map_err(|e| UsageError(e.to_string()))?;
+                    // `--workspace DIR` pins an agent token: its sessions work there, whatever
+                    // roots their client names.
+                    let pin = cli.workspace.as_deref().filter(|_| kind == Kind::Agent);
+                    let secret = store.add_pinned(&name, kind, role, pin).map_err(|e| UsageError(e.to_string()))?;
                     eprintln!("cheng: token \"{name}\" made; it is shown once, only its hash is kept");
                     emit(&serde_json::to_string_pretty(&serde_json::json!({"name": name, "token": secret}))?);
                 }
@@ -546,7 +553,7 @@ async fn run(cli: Cli) -> Result<u8> {
             };
             let value: serde_json::Value =
                 serde_json::from_str(&text).map_err(|e| UsageError(format!("the input is not valid JSON: {e}")))?;
-            let workspace = workspace_of(&cli.workspace)?;
+            let workspace = workspace_of(&cli.workspace, &state)?;
             let role = match &cli.role {
                 Some(r) => r.clone(),
                 None => {
@@ -582,7 +589,22 @@ async fn run(cli: Cli) -> Result<u8> {
             })
         }
         Command::Serve { http, stdio, allow_remote } => {
-            let workspace = workspace_of(&cli.workspace)?;
+            use cheng_host::server::workspace::WorkspaceChoice;
+            let state_dir = need_state(&state)?;
+            let workspace = match &cli.workspace {
+                Some(w) => WorkspaceChoice::Given(w.clone()),
+                None => {
+                    WorkspaceChoice::from_roots(&config.serve.workspaces, &state_dir).map_err(|e| UsageError(e.0))?
+                }
+            };
+            if http.is_some() && cli.workspace.is_none() && config.serve.workspaces.is_empty() {
+                bail!(UsageError(
+                    "cheng serve --http needs a workspace: give --workspace DIR, or list the directories sessions \
+                     may choose from their roots in [serve] workspaces (tokens may be pinned to one with \
+                     `cheng token add --role R --workspace DIR`)"
+                        .into()
+                ));
+            }
             let role = cli.role.clone().unwrap_or_else(|| host.policy().default_role().to_string());
             known_role(host.policy(), &role)?;
             let opts = cheng_host::server::ServeOptions {
@@ -591,7 +613,7 @@ async fn run(cli: Cli) -> Result<u8> {
                 allow_remote,
                 workspace,
                 role,
-                state_dir: need_state(&state)?,
+                state_dir,
             };
             // SIGTERM and SIGINT: stop accepting, cancel what runs, flush the log, exit 0.
             let shutdown = tokio_util::sync::CancellationToken::new();
@@ -646,7 +668,7 @@ async fn run(cli: Cli) -> Result<u8> {
             let Some(server) = host.mcp_server(&id) else {
                 bail!(UsageError(format!("no MCP server \"{id}\" is set up (see `cheng mcp list` and the log above)")));
             };
-            let root = workspace_of(&cli.workspace)?;
+            let root = workspace_of(&cli.workspace, &state)?;
             let root = std::fs::canonicalize(&root).with_context(|| format!("cannot open {}", root.display()))?;
             let review = server.review(&root, accept).await.map_err(|e| anyhow::anyhow!("MCP server \"{id}\": {e}"))?;
             emit(&serde_json::to_string_pretty(&review)?);

@@ -88,6 +88,9 @@ pub struct CallRecord {
     pub run: String,
     /// Role.
     pub role: String,
+    /// The workspace the call worked in.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub workspace: String,
     /// Tool name as called.
     pub tool: String,
     /// The arguments as sent: whole up to [`ARGUMENTS_WHOLE_BYTES`], else a
@@ -392,6 +395,7 @@ mod tests {
             id: id.into(),
             run: "r".into(),
             role: "developer".into(),
+            workspace: String::new(),
             tool: tool.into(),
             arguments: serde_json::json!({"path": "x"}),
             status,

@@ -170,12 +170,27 @@ pub mod __private {
 
     use crate::{Context, Failure, Tool};
 
+    /// Which side of serde a schema describes: what a tool accepts, or what it sends.
+    #[derive(Clone, Copy)]
+    enum Side {
+        Input,
+        Output,
+    }
+
     /// The JSON Schema of `T` as a self-contained object (draft 2020-12, subschemas
-    /// inlined so a model reads one object).
-    fn schema_of<T: schemars::JsonSchema>() -> String {
-        let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
-            s.inline_subschemas = true;
-        });
+    /// inlined so a model reads one object). An output schema describes what serde
+    /// writes, so a field left out when empty (`skip_serializing_if`) is not required.
+    /// Only the formats draft 2020-12 defines are kept: schemars' `uint64` and the like
+    /// are not standard, and clients' validators warn on every one (the bounds stay, as
+    /// `minimum`).
+    fn schema_of<T: schemars::JsonSchema>(side: Side) -> String {
+        let settings = schemars::generate::SchemaSettings::draft2020_12()
+            .with(|s| s.inline_subschemas = true)
+            .with_transform(schemars::transform::RestrictFormats::default());
+        let settings = match side {
+            Side::Input => settings.for_deserialize(),
+            Side::Output => settings.for_serialize(),
+        };
         let schema = settings.into_generator().into_root_schema_for::<T>();
         serde_json::to_string(&schema).unwrap_or_else(|_| "{}".to_string())
     }
@@ -185,8 +200,8 @@ pub mod __private {
         WitToolSpec {
             name: T::NAME.to_string(),
             description: T::DESCRIPTION.to_string(),
-            input_schema: schema_of::<T::Input>(),
-            output_schema: schema_of::<T::Output>(),
+            input_schema: schema_of::<T::Input>(Side::Input),
+            output_schema: schema_of::<T::Output>(Side::Output),
             needs: T::NEEDS.to_wit(),
         }
     }

@@ -33,7 +33,10 @@ fn shell_call(client: &std::sync::Arc<Client>, args: Vec<String>) -> tokio::task
             json!({"command": "echo", "args": args, "purpose": "a console test"}).as_object().cloned().unwrap(),
         );
         let r = c.call_tool(p).await.unwrap();
-        json!({"is_error": r.is_error, "structured": r.structured_content})
+        // An error carries its envelope as text only.
+        let text: String = r.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
+        let envelope = if r.is_error == Some(true) { serde_json::from_str(&text).unwrap() } else { Value::Null };
+        json!({"is_error": r.is_error, "structured": r.structured_content, "envelope": envelope})
     })
 }
 
@@ -314,7 +317,7 @@ async fn the_console_in_a_real_browser_approves_declines_and_shows_hostile_cards
     assert!(card["errors"].as_array().unwrap().is_empty(), "{card}");
     let out = call.await.unwrap();
     assert_eq!(out["is_error"], true);
-    assert!(out["structured"]["error"].as_str().unwrap().contains("declined"), "{out}");
+    assert!(out["envelope"]["error"].as_str().unwrap().contains("declined"), "{out}");
     // A hostile card: markup, a closing script tag, an ANSI escape, a right-to-left override.
     let nasty =
         "<img src=x onerror=window.__pwned=1></script><script>window.__pwned=1</script>\u{1b}[31mred\u{202e}txt.exe";

@@ -55,3 +55,10 @@ mod git_write;
 mod web;
 // External MCP servers under confinement: real npm and PyPI servers, a hostile one.
 mod mcp;
+
+// What `cheng serve` sends matches what it declares, for every tool.
+mod schemas;
+// The workspace a session gets: given, pinned, or from its roots; never the home.
+mod workspaces;
+// The client matrix: official TypeScript SDKs and the Inspector CLI.
+mod clients;

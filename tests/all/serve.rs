@@ -101,7 +101,7 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    fn start(cmd: &mut Command) -> Server {
+    pub(crate) fn start(cmd: &mut Command) -> Server {
         let mut child = cmd.env("CHENG_LOG", "warn").stderr(Stdio::piped()).stdout(Stdio::null()).spawn().unwrap();
         let mut err = BufReader::new(child.stderr.take().unwrap());
         let mut line = String::new();
@@ -237,17 +237,17 @@ fn calls_refusals_crashes_and_floods_come_back_as_results() {
         let doc = py("refusals", mode, refusals, &[]);
         assert_eq!(doc["denied"]["is_error"], true);
         assert!(
-            doc["denied"]["structured"]["error"].as_str().unwrap().contains("is not granted to role \"recon\""),
+            doc["denied"]["envelope"]["error"].as_str().unwrap().contains("is not granted to role \"recon\""),
             "{doc}"
         );
         assert_eq!(doc["bad_args"]["is_error"], true);
-        assert!(doc["bad_args"]["structured"]["error"].as_str().unwrap().contains("bad arguments"), "{doc}");
+        assert!(doc["bad_args"]["envelope"]["error"].as_str().unwrap().contains("bad arguments"), "{doc}");
         assert!(doc["unknown"].as_str().unwrap().contains("Unknown tool"), "{doc}");
         // A crashed component is a result, and the next call works; so does a flood of
         // 4 MiB on each of the component's stdout and stderr (the protocol stream stays valid).
         let doc = py("crash", mode, target, &[]);
         assert_eq!(doc["crash"]["is_error"], true);
-        assert!(doc["crash"]["structured"]["error"].as_str().unwrap().contains("crashed"), "{doc}");
+        assert!(doc["crash"]["envelope"]["error"].as_str().unwrap().contains("crashed"), "{doc}");
         assert_eq!(doc["after"]["structured"]["content"], "inside");
         assert_eq!(doc["flood"]["is_error"], false, "{doc}");
         assert_eq!(doc["after_flood"]["structured"]["content"], "inside");
@@ -308,7 +308,7 @@ fn approvals_can_be_answered_through_the_client() {
     // Declined there: the seed's declined result, and nothing ran.
     let doc = py("approve", "legacy", Target::Stdio(&words), &["--answer", "decline"]);
     assert_eq!(doc["result"]["is_error"], true);
-    assert!(doc["result"]["structured"]["error"].as_str().unwrap().contains("declined"), "{doc}");
+    assert!(doc["result"]["envelope"]["error"].as_str().unwrap().contains("declined"), "{doc}");
     // The same server without the setting does not ask the client: nobody answers (the
     // console and the socket could have), and the wait ends as a refusal.
     let plain = setup("[approvals]\ntimeout_ms = 1000\n");

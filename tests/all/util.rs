@@ -24,12 +24,44 @@ pub fn shared_state() -> PathBuf {
 /// Whether a tool a test needs (`what`) is here. Without it the test is skipped with a
 /// notice — except under CI (`CI` set), where a missing tool fails the test: `.ci/run`
 /// installs every one, so a skip there would hide a test that did not run.
+///
+/// Each skip is also remembered, and when the test process exits it prints, after the
+/// harness's own summary, how many tests were skipped and for want of what — so a green
+/// run outside CI never hides an untested server (the harness hides a passing test's
+/// output).
 pub fn require(what: &str, ok: bool) -> bool {
     if !ok {
         assert!(std::env::var_os("CI").is_none(), "{what} is missing; .ci/run installs it");
         eprintln!("SKIPPED: {what} is not available here (.ci/run installs it)");
+        remember_skip(what);
     }
     ok
+}
+
+static SKIPS: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
+fn remember_skip(what: &str) {
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    let mut skips = SKIPS.lock().unwrap_or_else(|p| p.into_inner());
+    if skips.is_empty() {
+        extern "C" fn report() {
+            use std::io::Write as _;
+            let skips = SKIPS.lock().unwrap_or_else(|p| p.into_inner());
+            let mut by_what: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+            for (test, what) in skips.iter() {
+                by_what.entry(what).or_default().push(test);
+            }
+            // Straight to the file descriptor: nothing may capture it at exit.
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(err, "\nSKIPPED {} test(s) for want of a tool (.ci/run installs them all):", skips.len());
+            for (what, tests) in by_what {
+                let _ = writeln!(err, "  {what}: {}", tests.join(", "));
+            }
+        }
+        // SAFETY: `report` is a plain function that only locks a static and writes.
+        unsafe { libc::atexit(report) };
+    }
+    skips.push((test, what.to_string()));
 }
 
 /// The component file of a guest program (built once by `tests/artifacts`).

@@ -30,16 +30,20 @@ def parse():
     p.add_argument("--token")
     p.add_argument("--answer", default="accept", help="what the elicitation callback answers")
     p.add_argument("--path", default="inside.txt")
+    p.add_argument("--roots", help="declare the roots capability with these file:// URIs (comma-separated; '' = none)")
+    p.add_argument("--then-roots", help="after the first call, change the roots to these and notify")
     p.add_argument("--stdio", nargs=argparse.REMAINDER)
     return p.parse_args()
 
 
 def structured(result):
-    return {
-        "is_error": bool(result.is_error),
-        "structured": result.structured_content,
-        "text": "".join(getattr(c, "text", "") for c in result.content),
-    }
+    """A result as the test reads it. An error carries no structured content: its text
+    is the whole envelope (`error`, `error_kind`, `summary`, `terminal`)."""
+    text = "".join(getattr(c, "text", "") for c in result.content)
+    out = {"is_error": bool(result.is_error), "structured": result.structured_content, "text": text}
+    if result.is_error:
+        out["envelope"] = json.loads(text)
+    return out
 
 
 async def run(args):
@@ -64,8 +68,16 @@ async def run(args):
     async def progress(progress, total, message):
         seen["progress"].append({"progress": progress, "message": message})
 
+    roots = {"now": [u for u in (args.roots or "").split(",") if u]}
+
+    async def list_roots(context):
+        seen.setdefault("roots_asked", 0)
+        seen["roots_asked"] += 1
+        return mcp.types.ListRootsResult(roots=[mcp.types.Root(uri=u) for u in roots["now"]])
+
+    extra = {"list_roots_callback": list_roots} if args.roots is not None else {}
     out = {}
-    async with Client(server, mode=mode, elicitation_callback=elicit) as client:
+    async with Client(server, mode=mode, elicitation_callback=elicit, **extra) as client:
         out["protocol_version"] = client.protocol_version
         if args.scenario == "tools":
             tools = (await client.list_tools()).tools
@@ -82,6 +94,14 @@ async def run(args):
             }
         elif args.scenario == "read":
             out["read"] = structured(await client.call_tool("read_file", {"path": args.path}))
+        elif args.scenario == "roots":
+            # Which workspace the session got: read a file only one candidate holds.
+            out["first"] = structured(await client.call_tool("read_file", {"path": args.path}))
+            if args.then_roots is not None:
+                roots["now"] = [u for u in args.then_roots.split(",") if u]
+                await client.send_roots_list_changed()
+                await anyio.sleep(0.3)
+                out["second"] = structured(await client.call_tool("read_file", {"path": args.path}))
         elif args.scenario == "refusals":
             out["denied"] = structured(await client.call_tool("workspace_shell", {"command": "ls"}))
             out["bad_args"] = structured(await client.call_tool("read_file", {"nope": 1}))

@@ -156,6 +156,7 @@ impl CallScope {
             id: self.id.clone(),
             run: self.cx.run.clone(),
             role: self.cx.role.clone(),
+            workspace: self.cx.workspace.display().to_string(),
             tool: self.tool.clone(),
             arguments: serde_json::Value::Null,
             status,

@@ -46,6 +46,7 @@ pub const TABLES: &[(&str, &[&str])] = &[
             "idle_session_ms",
             "allowed_hosts",
             "allowed_origins",
+            "workspaces",
         ],
     ),
     ("[[plugins]]", &["id", "path", "sha256", "fs", "spawn", "net", "memory_mb", "timeout_ms"]),

@@ -276,6 +276,10 @@ pub struct ServeConfig {
     /// `Origin` is refused (403).
     #[serde(default)]
     pub allowed_origins: Vec<String>,
+    /// Directories (absolute globs, `*` within one level) a session may choose as its
+    /// workspace by naming it as a root, when `cheng serve` is given no `--workspace`.
+    #[serde(default)]
+    pub workspaces: Vec<String>,
 }
 
 impl Default for ServeConfig {
@@ -289,6 +293,7 @@ impl Default for ServeConfig {
             idle_session_ms: default_idle(),
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
+            workspaces: Vec::new(),
         }
     }
 }
@@ -750,6 +755,7 @@ busy_wait_ms = 10000
 idle_session_ms = 300000
 allowed_hosts = ["cheng.internal"]
 allowed_origins = ["https://console.internal"]
+workspaces = ["/srv/work/*"]
 [[plugins]]
 id = "acme"
 path = "acme.wasm"

@@ -9,10 +9,23 @@
 //!   client names in `_meta` under `cheng/run` (as `<token name>.<run>`, so tokens never
 //!   share a run), else one per connection; over stdio one
 //!   per process.
-//! - **Results**: the tool's JSON output is `structuredContent`, its compact JSON text the
-//!   `content`; `isError` when the call failed or was denied. A call outside the role,
-//!   bad arguments and a crashed component are tool results the model reads; an unknown
-//!   tool name is a protocol error (`-32602`).
+//! - **Workspace**: given, pinned to the token, or chosen from the client's roots (see
+//!   [`super::workspace`]); a call with none is a refusal that says how to give one.
+//! - **Results**: a success's JSON output is `structuredContent` (valid against the tool's
+//!   `outputSchema`) and the same JSON as text. A failure or denial is `isError` with the
+//!   whole error envelope (`error`, `error_kind`, `summary`, `terminal`) as text and no
+//!   `structuredContent`, which would have to match the success schema: clients that
+//!   validate it would turn every refusal into an opaque protocol error. A call outside
+//!   the role, bad arguments and a crashed component are tool results the model reads; an
+//!   unknown tool name is a protocol error (`-32602`).
+//! - **Approvals a person must answer**: while a call waits on one, the client hears at
+//!   once — a progress notification (when the request carried a progress token) and a
+//!   log notification (`logging/setLevel` honoured) saying what waits and how to answer
+//!   it — and the same line goes to stderr.
+
+// Roots and logging are marked deprecated in rmcp (SEP-2577 plans to remove them from
+// a later revision); every client this server is tested with still uses both.
+#![allow(deprecated)]
 //! - **Cancellation** (`notifications/cancelled`, or an HTTP client going away) reaches
 //!   the call's token: a running command and its tree are stopped, an approval wait ends.
 //! - **Progress**: with a `progressToken`, a notification at the start and every two
@@ -27,14 +40,17 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool, ToolAnnotations,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
 use tokio::sync::Semaphore;
 
 use super::approver::ClientApprover;
 use super::tokens::{Kind, Principal};
+use super::workspace::{NoWorkspace, WorkspaceChoice};
+use crate::approvals::{ApprovalEvent, ApprovalRequest};
 use crate::policy::ServeConfig;
 use crate::{Context, FsAccess, Host, Status, ToolInfo};
 
@@ -54,28 +70,51 @@ pub struct ChengMcp {
 
 struct State {
     host: Host,
-    workspace: PathBuf,
+    workspace: WorkspaceChoice,
     /// Over stdio: who the one client is, and its run.
     stdio: Option<(Principal, String)>,
     config: ServeConfig,
     total: Arc<Semaphore>,
     sessions: Mutex<HashMap<String, Arc<Semaphore>>>,
     approver: Option<Arc<ClientApprover>>,
+    /// The workspace each session chose from its roots (until they change).
+    chosen: Mutex<HashMap<String, PathBuf>>,
+    /// The least severe log level each session asked for (`logging/setLevel`).
+    levels: Mutex<HashMap<String, LoggingLevel>>,
+    /// How a person answers an approval (`cheng … approve ID`, the console), for notices.
+    answer_hint: String,
+}
+
+/// How long a client gets to answer `roots/list`.
+const ROOTS_WAIT: Duration = Duration::from_secs(10);
+
+/// The workspace is chosen per session: over stdio there is one; over HTTP the MCP
+/// session (`Mcp-Session-Id`). Stateless requests have no session and cannot be asked.
+fn session_key(stdio: bool, extensions: &rmcp::model::Extensions) -> Option<String> {
+    if stdio {
+        return Some("stdio".into());
+    }
+    let parts = extensions.get::<http::request::Parts>()?;
+    parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_string)
 }
 
 impl ChengMcp {
     /// A handler serving `host` in `workspace`. `stdio_role`: the role of the one stdio
     /// client (`None` over HTTP, where tokens decide). `approver`: the elicitation path
     /// for approvals, when `[serve] approvals_via_client` is on.
+    /// `answer_hint`: how a person answers an approval, told to the client and on stderr
+    /// while a call waits on one.
     pub fn new(
         host: Host,
-        workspace: PathBuf,
+        workspace: WorkspaceChoice,
         stdio_role: Option<String>,
         config: ServeConfig,
         approver: Option<Arc<ClientApprover>>,
+        answer_hint: String,
     ) -> ChengMcp {
-        let stdio = stdio_role
-            .map(|role| (Principal { name: "stdio".into(), kind: Kind::Agent, role: Some(role) }, crate::new_id()));
+        let stdio = stdio_role.map(|role| {
+            (Principal { name: "stdio".into(), kind: Kind::Agent, role: Some(role), workspace: None }, crate::new_id())
+        });
         ChengMcp {
             inner: Arc::new(State {
                 total: Arc::new(Semaphore::new(config.max_calls.max(1))),
@@ -85,7 +124,84 @@ impl ChengMcp {
                 config,
                 sessions: Mutex::default(),
                 approver,
+                chosen: Mutex::default(),
+                levels: Mutex::default(),
+                answer_hint,
             }),
+        }
+    }
+
+    /// The workspace of a call: the token's pin, the given one, the one this session
+    /// chose from its roots (asked once, again after they change), else the fallback.
+    async fn workspace(&self, cx: &RequestContext<RoleServer>, who: &Principal) -> Result<PathBuf, NoWorkspace> {
+        if let Some(w) = &who.workspace {
+            return Ok(w.clone());
+        }
+        let stdio = self.inner.stdio.is_some();
+        let choice = &self.inner.workspace;
+        if !choice.asks_roots() {
+            return choice.fallback(stdio);
+        }
+        let stateless = cx.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        let declares = cx.client_capabilities().is_some_and(|c| c.roots.is_some());
+        let key = session_key(stdio, &cx.extensions);
+        let (Some(key), true, false) = (key, declares, stateless) else {
+            return choice.fallback(stdio);
+        };
+        if let Some(w) = lock(&self.inner.chosen).get(&key) {
+            return Ok(w.clone());
+        }
+        let roots = match tokio::time::timeout(ROOTS_WAIT, cx.peer.list_roots()).await {
+            Ok(Ok(r)) => r.roots.into_iter().map(|r| r.uri).collect::<Vec<_>>(),
+            Ok(Err(e)) => {
+                return Err(NoWorkspace(format!(
+                    "the client declares roots but did not list them ({e}); start cheng serve with --workspace DIR"
+                )));
+            }
+            Err(_) => {
+                return Err(NoWorkspace(format!(
+                    "the client declares roots but did not list them within {} s; start cheng serve with \
+                     --workspace DIR",
+                    ROOTS_WAIT.as_secs()
+                )));
+            }
+        };
+        let w = choice.pick(&roots, stdio)?;
+        tracing::info!(target: "cheng::server", session = %key, workspace = %w.display(), "workspace chosen from the client's roots");
+        lock(&self.inner.chosen).insert(key, w.clone());
+        Ok(w)
+    }
+
+    /// Tell the client (and the operator's stderr) that a call waits on a person.
+    async fn tell_waiting(
+        &self,
+        peer: &Peer<RoleServer>,
+        session: Option<&str>,
+        progress: Option<&ProgressToken>,
+        req: &ApprovalRequest,
+        timeout_ms: u64,
+    ) {
+        let message = format!(
+            "{} waits for a person to approve: {} (approval {}, waiting up to {} s). {}",
+            req.tool,
+            req.summary,
+            req.id,
+            timeout_ms / 1000,
+            self.inner.answer_hint.replace("{id}", &req.id)
+        );
+        eprintln!("cheng: {message}");
+        if let Some(token) = progress {
+            let _ =
+                peer.notify_progress(ProgressNotificationParam::new(token.clone(), 0.0).with_message(&message)).await;
+        }
+        let floor = session.and_then(|s| lock(&self.inner.levels).get(s).copied()).unwrap_or(LoggingLevel::Info);
+        if severity(LoggingLevel::Warning) >= severity(floor) {
+            let data = serde_json::json!({
+                "message": message, "approval": req.id, "tool": req.tool, "summary": req.summary,
+                "detail": req.detail, "timeout_ms": timeout_ms,
+            });
+            let note = LoggingMessageNotificationParam::new(LoggingLevel::Warning, data).with_logger("cheng.approvals");
+            let _ = peer.notify_logging_message(note).await;
         }
     }
 
@@ -101,15 +217,22 @@ impl ChengMcp {
     }
 
     /// The run a request belongs to (see the module docs).
-    fn run(&self, cx: &RequestContext<RoleServer>, who: &Principal) -> String {
+    fn run(&self, cx: &RequestContext<RoleServer>, who: &Principal, workspace: &std::path::Path) -> String {
         if let Some((_, run)) = &self.inner.stdio {
             return run.clone();
         }
-        // A run a client names is kept apart per token, so one agent cannot join another's
-        // run (its approvals, its notes, its places) by naming it.
+        // A run a client names is kept apart per token and per workspace, so one agent
+        // cannot join another's run (its approvals, its notes, its places) by naming it,
+        // nor one session see another workspace's: the prefix is readable, the digest of
+        // the token's exact name and the workspace keeps distinct ones apart (`dup.a` and
+        // `dup_a` read alike, and never share a run).
         let named = cx.meta.0.get(RUN_META_KEY).and_then(|v| v.as_str()).filter(|r| valid_run(r));
         if let Some(r) = named {
-            return format!("{}.{r}", sanitize(&who.name));
+            return format!(
+                "{}-{}.{r}",
+                sanitize(&who.name).chars().take(24).collect::<String>(),
+                run_digest(who, workspace)
+            );
         }
         let parts = parts(cx);
         if let Some(s) = parts.and_then(|p| p.headers.get("mcp-session-id")).and_then(|v| v.to_str().ok()) {
@@ -152,11 +275,50 @@ fn parts(cx: &RequestContext<RoleServer>) -> Option<&http::request::Parts> {
     cx.extensions.get::<http::request::Parts>()
 }
 
+/// Ten hex digits of SHA-256 over the token's name and the workspace.
+fn run_digest(who: &Principal, workspace: &std::path::Path) -> String {
+    use sha2::Digest as _;
+    let mut h = sha2::Sha256::new();
+    h.update(who.name.as_bytes());
+    h.update([0]);
+    h.update(workspace.as_os_str().as_encoded_bytes());
+    hex::encode(h.finalize())[..10].to_string()
+}
+
+/// A run a client may name: it is kept as `<token>-<digest>.<run>`, within the 128
+/// characters a run id may have.
 fn valid_run(r: &str) -> bool {
     !r.is_empty()
-        && r.len() <= 100
+        && r.len() <= 90
         && !r.starts_with('.')
         && r.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A log level's rank, least severe first.
+#[allow(deprecated)]
+fn severity(l: LoggingLevel) -> u8 {
+    match l {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+/// A refusal as a tool result: `isError`, the envelope as text, no `structuredContent`.
+fn error_result(message: &str, kind: &str, terminal: bool) -> CallToolResult {
+    let envelope = serde_json::json!({
+        "success": false, "summary": message, "error_kind": kind, "terminal": terminal, "error": message,
+    });
+    CallToolResult::error(vec![ContentBlock::text(envelope.to_string())])
 }
 
 fn sanitize(s: &str) -> String {
@@ -181,21 +343,31 @@ fn busy(what: &str) -> CallToolResult {
         "The host is busy: {what} already has as many calls in flight as it allows. Retry shortly, or wait for a \
          running call to finish."
     );
-    let mut r = CallToolResult::error(vec![ContentBlock::text(message.clone())]);
-    r.structured_content = Some(serde_json::json!({
-        "success": false, "summary": message, "error_kind": "LOCAL_EXECUTOR_IO", "terminal": false, "error": message,
-    }));
-    r
+    error_result(&message, "LOCAL_EXECUTOR_IO", false)
 }
 
 impl ServerHandler for ChengMcp {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_logging().enable_tools().build())
             .with_server_info(Implementation::new("cheng", env!("CARGO_PKG_VERSION")).with_title("Cheng"))
             .with_instructions(
                 "Cheng runs each tool as a sandboxed WebAssembly component in the workspace. Commands may ask a person \
                  first; a declined command must not be retried.",
             )
+    }
+
+    async fn set_level(&self, request: SetLevelRequestParams, cx: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        if let Some(key) = session_key(self.inner.stdio.is_some(), &cx.extensions) {
+            lock(&self.inner.levels).insert(key, request.level);
+        }
+        Ok(())
+    }
+
+    async fn on_roots_list_changed(&self, cx: NotificationContext<RoleServer>) {
+        // The next call asks again; calls in flight keep the workspace they have.
+        if let Some(key) = session_key(self.inner.stdio.is_some(), &cx.extensions) {
+            lock(&self.inner.chosen).remove(&key);
+        }
     }
 
     async fn list_tools(
@@ -221,7 +393,14 @@ impl ServerHandler for ChengMcp {
         if !self.inner.host.has_tool(&name) {
             return Err(ErrorData::invalid_params(format!("Unknown tool: {name}"), None));
         }
-        let run = self.run(&cx, &p);
+        let workspace = match self.workspace(&cx, &p).await {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::warn!(target: "cheng::server", tool = %name, "call refused: {e}");
+                return Ok(error_result(&e.0, "INVALID_ARGUMENT", true).into());
+            }
+        };
+        let run = self.run(&cx, &p, &workspace);
         // A place in the session and in the host, or a clear "busy".
         let wait = Duration::from_millis(self.inner.config.busy_wait_ms);
         let session = self.session_slots(&run);
@@ -232,39 +411,47 @@ impl ServerHandler for ChengMcp {
             return Ok(busy("the host").into());
         };
         let role = p.role.clone().unwrap_or_default();
-        let cx_call = Context::new(&self.inner.workspace).role(role).run(run.clone()).cancel_with(cx.ct.child_token());
+        let cx_call = Context::new(&workspace).role(role).run(run.clone()).cancel_with(cx.ct.child_token());
         // Approvals may be sent to this client while the call runs.
         let _peer = self.inner.approver.as_ref().map(|a| a.attach(&run, &cx));
+        // Subscribed before the call starts, so no request of this run is missed.
+        let mut approvals = self.inner.host.approvals().subscribe();
         let input = serde_json::Value::Object(request.arguments.unwrap_or_default());
         let call = self.inner.host.call(&cx_call, &name, input);
-        let result = match cx.meta.get_progress_token() {
-            None => call.await,
-            Some(token) => {
-                let peer = cx.peer.clone();
-                let ticker = async move {
-                    let mut n = 0u64;
-                    loop {
-                        let msg = if n == 0 { "started".to_string() } else { format!("running ({} s)", n * 2) };
-                        let _ = peer
-                            .notify_progress(ProgressNotificationParam::new(token.clone(), n as f64).with_message(msg))
-                            .await;
-                        n += 1;
-                        tokio::time::sleep(Duration::from_secs(2)).await;
+        tokio::pin!(call);
+        let progress = cx.meta.get_progress_token();
+        let session = session_key(self.inner.stdio.is_some(), &cx.extensions);
+        let mut tick = tokio::time::interval(Duration::from_secs(2));
+        let mut ticks = 0u64;
+        let mut listening = true;
+        let result = loop {
+            tokio::select! {
+                r = &mut call => break r,
+                event = approvals.recv(), if listening => match event {
+                    Ok(ApprovalEvent::Requested { request, timeout_ms }) if request.run == run => {
+                        self.tell_waiting(&cx.peer, session.as_deref(), progress.as_ref(), &request, timeout_ms).await;
                     }
-                };
-                tokio::select! {
-                    r = call => r,
-                    _ = ticker => unreachable!("the ticker never ends"),
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => listening = false,
+                    _ => {}
+                },
+                _ = tick.tick(), if progress.is_some() => {
+                    let msg = if ticks == 0 { "started".to_string() } else { format!("running ({} s)", ticks * 2) };
+                    if let Some(token) = &progress {
+                        let note = ProgressNotificationParam::new(token.clone(), ticks as f64).with_message(msg);
+                        let _ = cx.peer.notify_progress(note).await;
+                    }
+                    ticks += 1;
                 }
             }
         };
         let text = result.output.to_string();
-        let mut out = if result.status == Status::Ok {
-            CallToolResult::success(vec![ContentBlock::text(text)])
+        let out = if result.status == Status::Ok {
+            let mut out = CallToolResult::success(vec![ContentBlock::text(text)]);
+            out.structured_content = Some(result.output);
+            out
         } else {
             CallToolResult::error(vec![ContentBlock::text(text)])
         };
-        out.structured_content = Some(result.output);
         Ok(out.into())
     }
 }

@@ -7,7 +7,8 @@
 //! - [`tokens`]: the bearer tokens (hashed, constant-time, revocable);
 //! - [`approver`]: approvals answered through the client, as elicitations;
 //! - `api`: the operator API and the console page (see `docs/api.md`);
-//! - [`socket`]: `cheng approvals` / `approve` / `decline` on a Unix socket.
+//! - [`socket`]: `cheng approvals` / `approve` / `decline` on a Unix socket;
+//! - [`workspace`]: which directory a session works in (given, pinned, or from roots).
 //!
 //! # Example
 //!
@@ -20,7 +21,7 @@
 //!     stdio: false,
 //!     http: Some("127.0.0.1:8931".parse()?),
 //!     allow_remote: false,
-//!     workspace: "/path/to/project".into(),
+//!     workspace: cheng_host::server::workspace::WorkspaceChoice::Given("/path/to/project".into()),
 //!     role: "developer".into(),
 //!     state_dir: "/var/lib/cheng".into(),
 //! };
@@ -34,6 +35,7 @@ pub mod http;
 pub mod mcp;
 pub mod socket;
 pub mod tokens;
+pub mod workspace;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -53,8 +55,8 @@ pub struct ServeOptions {
     pub http: Option<SocketAddr>,
     /// Allow a non-loopback HTTP address (with TLS in front).
     pub allow_remote: bool,
-    /// The workspace tools work in.
-    pub workspace: PathBuf,
+    /// Where sessions work: a given workspace, or one chosen from each client's roots.
+    pub workspace: workspace::WorkspaceChoice,
     /// The role of the stdio client.
     pub role: String,
     /// The state directory (tokens, access log).
@@ -86,12 +88,49 @@ pub async fn serve(
 ) -> Result<(), ServeError> {
     let config = host.config().serve.clone();
     let mut tasks = tokio::task::JoinSet::new();
+    let mut hint = format!(
+        "Answer it with `cheng --state-dir {dir} approve {{id}}` (or `decline {{id}}`) in a terminal",
+        dir = opts.state_dir.display()
+    );
+    let mut reach = vec![format!("`cheng --state-dir {} approvals`", opts.state_dir.display())];
+    let mut listener = None;
     if let Some(addr) = opts.http {
         http::check_bind(addr, opts.allow_remote)?;
-        let listener = tokio::net::TcpListener::bind(addr).await?;
-        let bound = listener.local_addr()?;
+        let l = tokio::net::TcpListener::bind(addr).await?;
+        let bound = l.local_addr()?;
+        hint.push_str(&format!(", or in the console at http://{bound}/"));
+        reach.push(format!("the console at http://{bound}/"));
+        listener = Some((l, bound));
+    }
+    if approver.is_some() {
+        reach.push("the client (elicitation)".into());
+    }
+    hint.push('.');
+    if opts.stdio {
+        eprintln!(
+            "cheng: serving MCP on stdio as role \"{}\"; workspace: {}; state: {}; approvals: {}",
+            opts.role,
+            opts.workspace.describe(true),
+            opts.state_dir.display(),
+            reach.join(", ")
+        );
+    }
+    if let Some((listener, bound)) = listener {
         eprintln!("cheng: serving MCP over HTTP at http://{bound}/mcp");
-        let mcp = mcp::ChengMcp::new(host.clone(), opts.workspace.clone(), None, config.clone(), approver.clone());
+        eprintln!(
+            "cheng: HTTP sessions work in {}; roles come from their tokens; state: {}; approvals: {}",
+            opts.workspace.describe(false),
+            opts.state_dir.display(),
+            reach.join(", ")
+        );
+        let mcp = mcp::ChengMcp::new(
+            host.clone(),
+            opts.workspace.clone(),
+            None,
+            config.clone(),
+            approver.clone(),
+            hint.clone(),
+        );
         eprintln!(
             "cheng: operator console at http://{bound}/ (sign in with an operator token: cheng token add --operator)"
         );
@@ -100,8 +139,14 @@ pub async fn serve(
         tasks.spawn(async move { http::serve(listener, h, mcp, gate, &cfg, stop).await });
     }
     if opts.stdio {
-        let mcp =
-            mcp::ChengMcp::new(host.clone(), opts.workspace.clone(), Some(opts.role.clone()), config.clone(), approver);
+        let mcp = mcp::ChengMcp::new(
+            host.clone(),
+            opts.workspace.clone(),
+            Some(opts.role.clone()),
+            config.clone(),
+            approver,
+            hint,
+        );
         let stop = shutdown.clone();
         tasks.spawn(async move {
             let running =

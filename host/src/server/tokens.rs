@@ -47,6 +47,9 @@ pub struct Stored {
     /// The role an agent token calls tools as.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
+    /// The one workspace an agent token's sessions work in, whatever their roots say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<PathBuf>,
     /// SHA-256 of the token, hex.
     pub sha256: String,
     /// When it was made (Unix ms).
@@ -62,6 +65,8 @@ pub struct Principal {
     pub kind: Kind,
     /// The role (agents only).
     pub role: Option<String>,
+    /// The workspace the token is pinned to, if it is.
+    pub workspace: Option<PathBuf>,
 }
 
 /// Why the store could not be used.
@@ -129,6 +134,23 @@ impl TokenStore {
 
     /// Make a token named `name`; returns the token itself (shown once, never stored).
     pub fn add(&self, name: &str, kind: Kind, role: Option<&str>) -> Result<String, TokenError> {
+        self.add_pinned(name, kind, role, None)
+    }
+
+    /// [`TokenStore::add`], pinned to one workspace (an absolute directory) when given.
+    pub fn add_pinned(
+        &self,
+        name: &str,
+        kind: Kind,
+        role: Option<&str>,
+        workspace: Option<&Path>,
+    ) -> Result<String, TokenError> {
+        let workspace = match workspace {
+            None => None,
+            Some(w) => Some(std::fs::canonicalize(w).ok().filter(|w| w.is_dir()).ok_or_else(|| {
+                TokenError::Name(format!("the workspace {} is not a directory that can be opened", w.display()))
+            })?),
+        };
         let valid = !name.is_empty()
             && name.len() <= 64
             && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
@@ -153,6 +175,7 @@ impl TokenStore {
             name: name.to_string(),
             kind,
             role: role.map(str::to_string),
+            workspace,
             sha256: hex::encode(Sha256::digest(secret.as_bytes())),
             created_ms,
         });
@@ -180,7 +203,7 @@ impl TokenStore {
         for t in self.list()? {
             let Ok(stored) = hex::decode(&t.sha256) else { continue };
             if bool::from(stored.as_slice().ct_eq(digest.as_slice())) {
-                found = Some(Principal { name: t.name, kind: t.kind, role: t.role });
+                found = Some(Principal { name: t.name, kind: t.kind, role: t.role, workspace: t.workspace });
             }
         }
         Ok(found)

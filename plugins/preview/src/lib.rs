@@ -79,7 +79,7 @@ pub struct PreviewOutput {
     source_path: Option<String>,
     /// artifact_summary: the metadata as an object.
     #[serde(skip_serializing_if = "Option::is_none")]
-    metadata: Option<serde_json::Value>,
+    metadata: Option<serde_json::Map<String, serde_json::Value>>,
     /// Never set on success.
     error_kind: Option<String>,
     /// False on success.
@@ -145,7 +145,7 @@ impl Tool for WorkspacePreview {
             let (p, t) = bound(&serde_json::to_string_pretty(&meta).unwrap_or_default(), max, false);
             out.preview = p;
             out.preview_truncated = t;
-            out.metadata = Some(meta);
+            out.metadata = meta.as_object().cloned();
             return Ok(out);
         }
         let source: String = match &input.path {
