@@ -110,7 +110,13 @@ fn matrix_setup() -> Setup {
 }
 
 /// Run the TypeScript client; (its observations, its stderr).
-fn run_ts(node: &PathBuf, mods: &PathBuf, major: &str, target: &[String], marker: &str) -> (Value, String) {
+fn run_ts(
+    node: &std::path::Path,
+    mods: &std::path::Path,
+    major: &str,
+    target: &[String],
+    marker: &str,
+) -> (Value, String) {
     let script = util::repo().join("tests/clients/ts_client.mjs");
     let out = Command::new(node)
         .arg(&script)
