@@ -113,6 +113,7 @@ fn a_stdio_session_works_in_its_root_or_where_it_was_started_but_never_in_the_ho
         let doc = roots_call(&start, &home, &w, None, None);
         let e = read_text(&doc["first"]);
         assert!(e.starts_with("ERROR") && e.contains("--workspace"), "from {}: {e}", start.display());
+        assert_eq!(doc["first"]["envelope"]["error_kind"], "LOCAL_EXECUTOR_PATH_REFUSED", "{doc}");
     }
     // A root that is the home, or holds it: refused too.
     let doc = roots_call(&other, &home, &w, Some(&format!("file://{}", p.base.display())), None);

@@ -23,15 +23,16 @@
 //!   log notification (`logging/setLevel` honoured) saying what waits and how to answer
 //!   it — and the same line goes to stderr.
 
-// Roots and logging are marked deprecated in rmcp (SEP-2577 plans to remove them from
-// a later revision); every client this server is tested with still uses both.
-#![allow(deprecated)]
 //! - **Cancellation** (`notifications/cancelled`, or an HTTP client going away) reaches
 //!   the call's token: a running command and its tree are stopped, an approval wait ends.
 //! - **Progress**: with a `progressToken`, a notification at the start and every two
 //!   seconds while the call runs.
 //! - **Bounds**: calls in flight per session and in all; past them a call waits
 //!   (`[serve] busy_wait_ms`), then gets a "busy" result — never a crash.
+
+// Roots and logging are marked deprecated in rmcp (SEP-2577 plans to remove them from
+// a later revision); every client this server is tested with still uses both.
+#![allow(deprecated)]
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -52,7 +53,7 @@ use super::tokens::{Kind, Principal};
 use super::workspace::{NoWorkspace, WorkspaceChoice};
 use crate::approvals::{ApprovalEvent, ApprovalRequest};
 use crate::policy::ServeConfig;
-use crate::{Context, FsAccess, Host, Status, ToolInfo};
+use crate::{Context, ErrorKind, FsAccess, Host, Status, ToolInfo, ToolResult};
 
 /// The `_meta` key a stateless request may name its run under.
 pub const RUN_META_KEY: &str = "cheng/run";
@@ -177,7 +178,7 @@ impl ChengMcp {
         &self,
         peer: &Peer<RoleServer>,
         session: Option<&str>,
-        progress: Option<&ProgressToken>,
+        progress: Option<(&ProgressToken, f64)>,
         req: &ApprovalRequest,
         timeout_ms: u64,
     ) {
@@ -190,9 +191,8 @@ impl ChengMcp {
             self.inner.answer_hint.replace("{id}", &req.id)
         );
         eprintln!("cheng: {message}");
-        if let Some(token) = progress {
-            let _ =
-                peer.notify_progress(ProgressNotificationParam::new(token.clone(), 0.0).with_message(&message)).await;
+        if let Some((token, n)) = progress {
+            let _ = peer.notify_progress(ProgressNotificationParam::new(token.clone(), n).with_message(&message)).await;
         }
         let floor = session.and_then(|s| lock(&self.inner.levels).get(s).copied()).unwrap_or(LoggingLevel::Info);
         if severity(LoggingLevel::Warning) >= severity(floor) {
@@ -299,7 +299,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// A log level's rank, least severe first.
-#[allow(deprecated)]
 fn severity(l: LoggingLevel) -> u8 {
     match l {
         LoggingLevel::Debug => 0,
@@ -313,12 +312,11 @@ fn severity(l: LoggingLevel) -> u8 {
     }
 }
 
-/// A refusal as a tool result: `isError`, the envelope as text, no `structuredContent`.
-fn error_result(message: &str, kind: &str, terminal: bool) -> CallToolResult {
-    let envelope = serde_json::json!({
-        "success": false, "summary": message, "error_kind": kind, "terminal": terminal, "error": message,
-    });
-    CallToolResult::error(vec![ContentBlock::text(envelope.to_string())])
+/// A refusal made here, before any call: the pipeline's envelope, sent as every error
+/// result is (`isError`, the envelope as text, no `structuredContent`).
+fn error_result(message: String, kind: ErrorKind, terminal: bool) -> CallToolResult {
+    let r = ToolResult::failure(String::new(), Status::Error, kind, message, terminal, Duration::ZERO);
+    CallToolResult::error(vec![ContentBlock::text(r.output.to_string())])
 }
 
 fn sanitize(s: &str) -> String {
@@ -343,7 +341,7 @@ fn busy(what: &str) -> CallToolResult {
         "The host is busy: {what} already has as many calls in flight as it allows. Retry shortly, or wait for a \
          running call to finish."
     );
-    error_result(&message, "LOCAL_EXECUTOR_IO", false)
+    error_result(message, ErrorKind::Io, false)
 }
 
 impl ServerHandler for ChengMcp {
@@ -397,7 +395,7 @@ impl ServerHandler for ChengMcp {
             Ok(w) => w,
             Err(e) => {
                 tracing::warn!(target: "cheng::server", tool = %name, "call refused: {e}");
-                return Ok(error_result(&e.0, "INVALID_ARGUMENT", true).into());
+                return Ok(error_result(e.0, ErrorKind::PathRefused, true).into());
             }
         };
         let run = self.run(&cx, &p, &workspace);
@@ -423,13 +421,18 @@ impl ServerHandler for ChengMcp {
         let session = session_key(self.inner.stdio.is_some(), &cx.extensions);
         let mut tick = tokio::time::interval(Duration::from_secs(2));
         let mut ticks = 0u64;
+        // The progress value of the next notification (ticks and approval notices).
+        let mut sent = 0u64;
         let mut listening = true;
         let result = loop {
             tokio::select! {
                 r = &mut call => break r,
                 event = approvals.recv(), if listening => match event {
                     Ok(ApprovalEvent::Requested { request, timeout_ms }) if request.run == run => {
-                        self.tell_waiting(&cx.peer, session.as_deref(), progress.as_ref(), &request, timeout_ms).await;
+                        // Progress values must only increase: the notice takes the next number.
+                        let at = progress.as_ref().map(|t| (t, sent as f64));
+                        sent += u64::from(at.is_some());
+                        self.tell_waiting(&cx.peer, session.as_deref(), at, &request, timeout_ms).await;
                     }
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => listening = false,
                     _ => {}
@@ -437,10 +440,11 @@ impl ServerHandler for ChengMcp {
                 _ = tick.tick(), if progress.is_some() => {
                     let msg = if ticks == 0 { "started".to_string() } else { format!("running ({} s)", ticks * 2) };
                     if let Some(token) = &progress {
-                        let note = ProgressNotificationParam::new(token.clone(), ticks as f64).with_message(msg);
+                        let note = ProgressNotificationParam::new(token.clone(), sent as f64).with_message(msg);
                         let _ = cx.peer.notify_progress(note).await;
                     }
                     ticks += 1;
+                    sent += 1;
                 }
             }
         };
