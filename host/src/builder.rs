@@ -169,6 +169,8 @@ impl HostBuilder {
 
     /// Start the engine and load the built-in components and the plugins.
     pub async fn build(&mut self) -> Result<Host, HostError> {
+        // Nothing this host starts may read its environment, memory or descriptors.
+        crate::process::spawn::harden_host();
         let policy = self.config.policy()?;
         let origin = self.config.source.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "(config)".into());
         let web = self
@@ -217,6 +219,7 @@ impl HostBuilder {
             let mut c = LoadedComponent::load(
                 family,
                 Source::Static(bytes, sha),
+                builtin::described(family),
                 engine.engine(),
                 &linker,
                 &cache,

@@ -128,6 +128,8 @@ pub struct Confinement {
     pub containment: String,
     /// How an MCP server without the network is kept off it.
     pub mcp_network: String,
+    /// What keeps children apart from the host (namespaces, a private `/proc`).
+    pub isolation: String,
 }
 
 /// What confines commands on this machine (for `cheng settings` and diagnostics).
@@ -137,5 +139,6 @@ pub fn confinement() -> Confinement {
         landlock: process::sandbox::describe(),
         containment: process::contain::detect().to_string(),
         mcp_network: process::server::describe_network(),
+        isolation: process::spawn::describe_isolation().to_string(),
     }
 }

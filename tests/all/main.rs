@@ -19,6 +19,9 @@ mod unasked;
 mod bounds;
 // `cheng serve` with the official MCP Python SDK as the client, and the HTTP gate.
 mod serve;
+// Nothing the host starts can approve, read or outlive it: commands of each tier and
+// MCP servers attack the approvals socket, the host's /proc and its lifetime.
+mod children;
 // The operator API, the approvals socket, and the console in headless Chromium.
 mod console;
 // The embedder API: unknown tools, bad arguments, grants, cancellation, concurrency.

@@ -352,6 +352,12 @@ async fn whitelist_and_rules() {
         let h = yes_host(wl).await;
         let r = shell(&h, ws.path(), json!({"command": "echo", "args": ["ok"]})).await;
         assert_eq!(r.output["stdout"], "ok\n", "{}", r.output);
+        // A workspace program under a listed name is not the listed program.
+        std::fs::write(ws.path().join("echo"), "#!/bin/sh\necho workspace-echo\n").unwrap();
+        std::fs::set_permissions(ws.path().join("echo"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let r = shell(&h, ws.path(), json!({"command": "./echo", "args": ["ok"]})).await;
+        assert_eq!(r.error_kind, Some(cheng_host::ErrorKind::CommandNotAllowed), "{}", r.output);
+        assert!(!r.output.to_string().contains("workspace-echo"), "{}", r.output);
         let r = shell(&h, ws.path(), json!({"command": "ls"})).await;
         assert_eq!(r.error_kind, Some(cheng_host::ErrorKind::CommandNotAllowed), "{}", r.output);
         let r = shell(&h, ws.path(), json!({"shell_string": "echo ok"})).await;

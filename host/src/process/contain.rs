@@ -118,7 +118,8 @@ fn owner(name: &str, prefix: &str) -> Option<i32> {
 }
 
 /// Kill and remove what hosts that died left behind: the cgroups of their commands
-/// (every process still in one is killed) and their commands' temporary directories.
+/// (every process still in one is killed) and the temporary directories of their
+/// commands and MCP servers.
 /// Run once when a host starts; a host that is still running keeps its own.
 pub fn reap_stale(mech: &Mechanism) {
     if let Mechanism::Cgroup(base) = mech {
@@ -141,7 +142,8 @@ pub fn reap_stale(mech: &Mechanism) {
     }
     for e in std::fs::read_dir(std::env::temp_dir()).into_iter().flatten().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        if owner(&name, "cheng-cmd-").is_some_and(|pid| !alive(pid)) {
+        let dead = |prefix| owner(&name, prefix).is_some_and(|pid| !alive(pid));
+        if dead("cheng-cmd-") || dead("cheng-mcp-") {
             let _ = std::fs::remove_dir_all(e.path());
         }
     }

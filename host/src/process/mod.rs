@@ -245,6 +245,9 @@ impl Spawner {
             contain::reap_stale(mech);
         });
         let path = SearchPath::from_env();
+        // A bare name here is never resolved (no workspace is known yet, and a PATH entry
+        // may lead into one): rules and whitelist entries written as bare names match by
+        // name, and only a bare command word (`ls`, never `./ls`); a path resolves.
         let nowhere = Path::new("/");
         let rules = Rules::new(&cfg.rules, &cfg.command_whitelist.programs(), &|w| {
             let p = if w.contains('/') { PathBuf::from(w) } else { path.lookup(w, nowhere)? };

@@ -84,7 +84,9 @@ impl Rules {
             let id = resolve(&s.name);
             !self.whitelist.iter().any(|l| match (&l.id, &id) {
                 (Some(a), Some(b)) => a == b,
-                (None, _) => l.name == basename(&s.name),
+                // An entry that names no executable here admits only that bare name, as
+                // the host's PATH finds it — never a path (`./ls` is the workspace's).
+                (None, _) => !s.name.contains('/') && l.name == s.name,
                 (Some(_), None) => false,
             })
         }))

@@ -36,11 +36,13 @@ impl Spawner {
         let id = crate::new_id();
         // A private temporary directory, removed afterwards.
         let tmp = std::env::temp_dir().join(format!("cheng-cmd-{}-{id}", std::process::id()));
-        if let Err(e) = std::fs::create_dir(&tmp) {
-            outcome.error = Some(format!("cannot create the command's temporary directory: {e}"));
-            return outcome;
-        }
-        let _tmp_guard = RemoveDir(tmp.clone());
+        let _tmp_guard = match RemoveDir::create(&tmp) {
+            Ok(g) => g,
+            Err(e) => {
+                outcome.error = Some(format!("cannot create the command's temporary directory: {e}"));
+                return outcome;
+            }
+        };
         let mech = match self.cfg.containment {
             ContainmentChoice::Auto => contain::detect(),
             ContainmentChoice::Walk => &contain::Mechanism::Walk,
@@ -53,6 +55,7 @@ impl Spawner {
             }
         };
         let mut ruleset = None;
+        let mut proc_rights = 0;
         if self.cfg.landlock && sandbox::abi_version().is_some() {
             let mut writable = vec![p.root.clone(), tmp.clone()];
             writable.extend(self.writable.iter().cloned());
@@ -78,6 +81,7 @@ impl Spawner {
                     sandbox::Plan { writable, readable: Some(readable), network, system: None, execute: None }
                 }
             };
+            proc_rights = sandbox::proc_rights(&plan);
             match sandbox::ruleset(&plan) {
                 Ok(rs) => ruleset = Some(rs),
                 Err(e) => {
@@ -99,6 +103,7 @@ impl Spawner {
             cwd: p.cwd_fd.as_raw_fd(),
             cgroup_procs: contain::procs_fd(&cgroup),
             landlock: landlock_fd.as_ref().map(|f| f.as_raw_fd()),
+            proc_rights,
             stdin: None,
             netns: false,
             die_with_host: false,
@@ -117,7 +122,7 @@ impl Spawner {
             }
         };
         drop(landlock_fd);
-        let mut reaper = Reaper::new(child.pidfd);
+        let mut reaper = spawn::Reaper::new(child.pidfd, child.init);
         let mut tree = contain::Tree::new(child.pid, cgroup);
         let cap = self.cfg.output_bytes;
         let out = capture_pipe(child.stdout, cap);
@@ -129,17 +134,14 @@ impl Spawner {
             TimedOut,
             Cancelled,
         }
-        let ended = match reaper.fd.as_ref() {
-            Some(fd) => tokio::select! {
-                s = spawn::wait(fd) => Ended::Exit(s.ok()),
+        let ended = match reaper.fd.is_some() {
+            true => tokio::select! {
+                s = reaper.wait() => Ended::Exit(s.ok()),
                 _ = tokio::time::sleep(p.timeout) => Ended::TimedOut,
                 _ = cancel.cancelled() => Ended::Cancelled,
             },
-            None => Ended::Exit(None),
+            false => Ended::Exit(None),
         };
-        if let Ended::Exit(Some(_)) = ended {
-            reaper.reaped = true;
-        }
         // Stop whatever is left of the tree: everything on timeout or cancel; after a
         // normal exit, what the command left running in the background (given a moment
         // to finish writing first).
@@ -222,45 +224,47 @@ fn capture_pipe(fd: OwnedFd, cap: usize) -> tokio::task::JoinHandle<capture::Hea
     }
 }
 
-/// Owns the child's pidfd; reaps the child on drop if nobody did (a dropped call), in
-/// the background so that drop never blocks.
-pub(super) struct Reaper {
-    pub(super) fd: Option<tokio::io::unix::AsyncFd<OwnedFd>>,
-    pub(super) reaped: bool,
-}
+/// A child's private temporary directory (mode 0700): removed when dropped, and by the
+/// host's exit, whichever comes first — a process that exits does not run destructors,
+/// so every live one is also listed for an `atexit` handler. (After `kill -9` of the
+/// host, the next host to start removes it: [`super::contain::reap_stale`].)
+pub(super) struct RemoveDir(PathBuf);
 
-impl Reaper {
-    pub(super) fn new(pidfd: OwnedFd) -> Self {
-        // SAFETY: the pidfd is owned by the AsyncFd for as long as it is registered.
-        let fd = unsafe { tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE) };
-        Reaper { fd: fd.ok(), reaped: false }
-    }
-}
+/// The live temporary directories, for the exit handler.
+static LIVE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        if self.reaped {
+extern "C" fn remove_live_dirs() {
+    // Another thread may hold the lock while the process exits: a few tries, then give
+    // up rather than hang the exit (the next host removes what is left).
+    for _ in 0..50 {
+        if let Ok(mut live) = LIVE.try_lock() {
+            for dir in live.drain(..) {
+                let _ = std::fs::remove_dir_all(dir);
+            }
             return;
         }
-        if let Some(fd) = self.fd.take() {
-            let fd = fd.into_inner();
-            if let Ok(Some(_)) = spawn::try_reap(fd.as_raw_fd()) {
-                return;
-            }
-            std::thread::spawn(move || {
-                // SAFETY: the pidfd is owned by this closure; a blocking wait reaps it.
-                unsafe {
-                    let mut info: libc::siginfo_t = std::mem::zeroed();
-                    libc::waitid(libc::P_PIDFD, fd.as_raw_fd() as libc::id_t, &mut info, libc::WEXITED);
-                }
-            });
-        }
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
-pub(super) struct RemoveDir(pub(super) PathBuf);
+impl RemoveDir {
+    /// Create `dir`, readable by this user alone, and own it.
+    pub(super) fn create(dir: &std::path::Path) -> std::io::Result<RemoveDir> {
+        use std::os::unix::fs::DirBuilderExt;
+        static HOOK: std::sync::Once = std::sync::Once::new();
+        HOOK.call_once(|| {
+            // SAFETY: registering a handler that only takes a lock and removes files.
+            unsafe { libc::atexit(remove_live_dirs) };
+        });
+        std::fs::DirBuilder::new().mode(0o700).create(dir)?;
+        LIVE.lock().unwrap_or_else(|e| e.into_inner()).push(dir.to_path_buf());
+        Ok(RemoveDir(dir.to_path_buf()))
+    }
+}
+
 impl Drop for RemoveDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+        LIVE.lock().unwrap_or_else(|e| e.into_inner()).retain(|d| d != &self.0);
     }
 }

@@ -164,3 +164,18 @@ pub fn ruleset(plan: &Plan) -> Result<RulesetCreated, String> {
     }
     Ok(rs)
 }
+
+/// The Landlock rights on the `/proc` a child mounts for its own pid namespace, when
+/// `plan` lets it read `/proc` at all (0 otherwise): reading files and listing, nothing
+/// more. A rule made here on the host's `/proc` does not reach that mount (Landlock
+/// ignores rules on a mount point that another mount hides), so the child's init adds
+/// this one to the ruleset after mounting it, before enforcing it.
+pub fn proc_rights(plan: &Plan) -> u64 {
+    let default_system: Vec<PathBuf> = SYSTEM_READABLE.iter().map(PathBuf::from).collect();
+    let reads_proc = plan.readable.is_some()
+        && plan.system.as_ref().unwrap_or(&default_system).iter().any(|p| p == Path::new("/proc"));
+    match reads_proc {
+        true => (AccessFs::ReadFile | AccessFs::ReadDir).bits(),
+        false => 0,
+    }
+}

@@ -17,7 +17,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::run::{Reaper, RemoveDir};
+use super::run::RemoveDir;
+use super::spawn::Reaper;
 use super::{Spawner, contain, sandbox, spawn};
 use crate::grant::FsGrant;
 use crate::policy::process::ContainmentChoice;
@@ -66,10 +67,7 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// Wait for the process to exit (its exit code, or `None` for a signal).
     pub async fn exited(&mut self) -> Option<i32> {
-        let fd = self.reaper.fd.as_ref()?;
-        let e = spawn::wait(fd).await.ok();
-        self.reaper.reaped = true;
-        match e {
+        match self.reaper.wait().await.ok() {
             Some(spawn::Exit::Code(c)) => Some(c),
             _ => None,
         }
@@ -80,35 +78,12 @@ impl ServerProcess {
 /// (unprivileged user namespaces), probed once by starting `/bin/true` in one.
 pub fn netns_available() -> bool {
     static OK: OnceLock<bool> = OnceLock::new();
-    *OK.get_or_init(|| {
-        let Ok(dir) = std::fs::File::open("/") else { return false };
-        let prog = Path::new("/bin/true");
-        let argv = vec!["true".to_string()];
-        let spec = spawn::ChildSpec {
-            program: prog,
-            argv: &argv,
-            env: &[],
-            cwd: dir.as_raw_fd(),
-            cgroup_procs: None,
-            landlock: None,
-            stdin: None,
-            netns: true,
-            die_with_host: false,
-        };
-        match spawn::spawn(&spec) {
-            Ok(c) => {
-                // SAFETY: a blocking wait on the pidfd just created.
-                unsafe {
-                    let mut info: libc::siginfo_t = std::mem::zeroed();
-                    libc::waitid(libc::P_PIDFD, c.pidfd.as_raw_fd() as libc::id_t, &mut info, libc::WEXITED);
-                }
-                true
-            }
-            Err(e) => {
-                tracing::warn!(target: "cheng::mcp",
-                    "no network namespaces here ({e}): MCP servers without the network are kept off TCP by Landlock only");
-                false
-            }
+    *OK.get_or_init(|| match spawn::start_true(true, false) {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!(target: "cheng::mcp",
+                "no network namespaces here ({e}): MCP servers without the network are kept off TCP by Landlock only");
+            false
         }
     })
 }
@@ -227,8 +202,7 @@ impl Spawner {
         }
         let id = crate::new_id();
         let tmp = std::env::temp_dir().join(format!("cheng-mcp-{}-{id}", std::process::id()));
-        std::fs::create_dir(&tmp).map_err(|e| format!("cannot create its temporary directory: {e}"))?;
-        let tmp_guard = RemoveDir(tmp.clone());
+        let tmp_guard = RemoveDir::create(&tmp).map_err(|e| format!("cannot create its temporary directory: {e}"))?;
         let mech = match self.cfg.containment {
             ContainmentChoice::Auto => contain::detect(),
             ContainmentChoice::Walk => &contain::Mechanism::Walk,
@@ -290,13 +264,14 @@ impl Spawner {
             cwd: cwd.as_raw_fd(),
             cgroup_procs: contain::procs_fd(&cgroup),
             landlock: landlock_fd.as_ref().map(|f| f.as_raw_fd()),
+            proc_rights: 0,
             stdin: Some(stdin_r.as_raw_fd()),
             netns,
             die_with_host: true,
         };
         let child = spawn::spawn(&spec).map_err(|e| format!("`{}` could not be started: {e}", launch.command))?;
         drop((stdin_r, landlock_fd, cwd));
-        let reaper = Reaper::new(child.pidfd);
+        let reaper = Reaper::new(child.pidfd, child.init);
         let tree = contain::Tree::new(child.pid, cgroup);
         let io = |e: std::io::Error| format!("cannot talk to the server: {e}");
         Ok(ServerProcess {

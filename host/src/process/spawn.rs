@@ -1,21 +1,48 @@
-//! Starting the child, `posix_spawn`-style: `clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD)`
-//! on a small separate stack, so the host's (large, pooled) address space is never
-//! copied — a plain `fork` of a host with the pooling allocator costs milliseconds in
-//! page-table copies — and the host gets a pidfd to wait on without racing pid reuse.
+//! Starting the child, `posix_spawn`-style, without ever copying the host's (large,
+//! pooled) address space — a plain `fork` of a host with the pooling allocator costs
+//! milliseconds in page-table copies. The child gets a pidfd the host waits on without
+//! racing pid reuse.
 //!
-//! The child shares the host's memory until `execve`, so it makes only raw system calls
-//! on data prepared before the clone, with every signal blocked until its handlers are
-//! reset: it joins its cgroup, starts a new process group, takes stdin from `/dev/null`
-//! and stdout/stderr from the capture pipes, `fchdir`s to the guarded working directory,
-//! resets signal dispositions and mask, sets `no_new_privs` and enters its Landlock
-//! domain, then `execve`s. A failure on the way is reported as an errno through a
-//! close-on-exec pipe.
+//! **Isolated** (wherever the kernel allows unprivileged user namespaces, probed once):
+//! the host clones a small init with `CLONE_VM` into a new user, pid and mount namespace
+//! (and a network namespace holding only loopback, when asked). The init maps the host's
+//! uid and gid to themselves, mounts a `/proc` of its own pid namespace
+//! (`hidepid=ptraceable`, so the init itself, which runs on the host's non-dumpable
+//! memory, is not there either), joins the
+//! command's cgroup, sets the parent-death signal, takes the standard descriptors,
+//! enters the Landlock domain, closes every other descriptor it inherited, and starts
+//! the command (`CLONE_VM | CLONE_VFORK`) as pid 2, which `execve`s. The init stays as
+//! pid 1 only to reap, then passes the command's wait status back and exits — and the
+//! kernel ends everything left in the namespace with it. So nothing the host starts:
+//! - sees the host at all: its `/proc` holds only its own namespace, so the host's
+//!   environment, arguments and descriptors are not there to read, and the host is
+//!   not dumpable besides ([`harden_host`]), so no process of another namespace may
+//!   read them either;
+//! - holds any capability over the host: its capabilities belong to its own user
+//!   namespace, and every connection it makes to the host's approvals socket is told
+//!   apart by that namespace (`server::socket`);
+//! - outlives the host: the init dies with the host's thread that started it (the
+//!   parent-death signal, on every exit path including `kill -9`), and its pid
+//!   namespace with it, double-forked `setsid` daemons included.
+//!
+//! **Direct** (no user namespaces here): one `CLONE_VM | CLONE_VFORK` child that sets
+//! itself up and `execve`s, as pid 1 would hand over to pid 2 above.
+//!
+//! Either way the process that execs makes only raw system calls on data prepared
+//! before the clone, with every signal blocked until its handlers are reset: it starts
+//! a new session (no controlling terminal, so nothing can be pushed into the operator's
+//! terminal input), takes stdin from `/dev/null` or a pipe and stdout/stderr from the
+//! capture pipes, `fchdir`s to the guarded working directory, resets signal
+//! dispositions and mask, and `execve`s. A failure on the way is reported as an errno
+//! through a close-on-exec pipe.
 
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 /// Everything the child needs, prepared before the clone (no allocation after it).
 pub struct ChildSpec<'a> {
@@ -31,18 +58,22 @@ pub struct ChildSpec<'a> {
     pub cgroup_procs: Option<RawFd>,
     /// A Landlock ruleset to enforce.
     pub landlock: Option<RawFd>,
+    /// Landlock rights the ruleset gives on the child's own `/proc` (added by the init
+    /// once it is mounted; 0 for none): [`super::sandbox::proc_rights`].
+    pub proc_rights: u64,
     /// Standard input (a pipe's read end); `/dev/null` when `None`.
     pub stdin: Option<RawFd>,
-    /// Start in a new user and network namespace, with only loopback (brought up).
+    /// Start in a new network namespace, with only loopback (brought up).
     pub netns: bool,
-    /// Killed (`SIGKILL`) when the thread that started it ends: a long-lived server
-    /// must not outlive the host.
+    /// Killed (`SIGKILL`) when the thread that started it ends, even where the child
+    /// cannot be isolated: a long-lived server must not outlive the host. (An isolated
+    /// child always is.)
     pub die_with_host: bool,
 }
 
 /// A started child.
 pub struct Child {
-    /// Its pid.
+    /// Its pid (the init's, when isolated: the whole tree is beneath it).
     pub pid: i32,
     /// A pidfd for it.
     pub pidfd: OwnedFd,
@@ -50,6 +81,33 @@ pub struct Child {
     pub stdout: OwnedFd,
     /// Read end of its stderr.
     pub stderr: OwnedFd,
+    /// The isolated child's init: what it reads while it runs and the status it
+    /// leaves. Must outlive the init, so it goes wherever the pidfd goes.
+    pub init: Option<InitMemory>,
+}
+
+/// Memory an isolated child's init runs on (it shares the host's address space): its
+/// stack, its instructions and the command's wait status. Dropped only once the init
+/// has been reaped.
+pub struct InitMemory(Box<Shared>);
+
+// SAFETY: the raw pointers inside point at data the init and the command read only
+// before the command's exec (while the host waits on the failure pipe); afterwards the
+// host touches nothing in it but the atomic status word. Moving or sharing the box
+// between threads changes nothing about that.
+unsafe impl Send for InitMemory {}
+// SAFETY: as above: through a shared reference only the atomics are read.
+unsafe impl Sync for InitMemory {}
+
+impl InitMemory {
+    /// The command's wait status as the init saw it, or `None` if the init ended
+    /// first (it was killed).
+    fn status(&self) -> Option<i32> {
+        match self.0.status.load(Ordering::Acquire) {
+            NO_STATUS => None,
+            s => Some(s),
+        }
+    }
 }
 
 fn cstring(bytes: &[u8]) -> io::Result<CString> {
@@ -67,11 +125,99 @@ pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// The child's stack size (it runs a few system calls, then `execve`).
+/// The stack size of the init and of the child (each runs a few system calls).
 const STACK: usize = 64 * 1024;
 
-/// Start the child described by `spec`.
+/// The status word before the init has stored one.
+const NO_STATUS: i32 = i32::MIN;
+
+/// Whether children are isolated here (unprivileged user, pid and mount namespaces):
+/// probed once by starting `/bin/true` that way.
+pub fn isolation() -> bool {
+    static OK: OnceLock<bool> = OnceLock::new();
+    *OK.get_or_init(|| match start_true(false, true) {
+        Ok(private) => {
+            if !private {
+                tracing::warn!(target: "cheng::process",
+                    "children run in namespaces of their own, but this kernel refused them a /proc of their \
+                     own with hidden pids: the host's command line may be read there (not its \
+                     environment: the host is not dumpable)");
+            }
+            true
+        }
+        Err(e) => {
+            tracing::warn!(target: "cheng::process",
+                "no unprivileged user namespaces here ({e}): children share the host's pid namespace and /proc; \
+                 the approvals socket still refuses them by ancestry and cgroup");
+            false
+        }
+    })
+}
+
+/// Start `/bin/true` (in a network namespace of its own with `netns`; isolated with
+/// `isolated`, else as [`spawn`] would) and wait for it: a probe of what this machine
+/// allows. `Ok(true)` when it got a private `/proc`.
+pub(crate) fn start_true(netns: bool, isolated: bool) -> io::Result<bool> {
+    let dir = std::fs::File::open("/")?;
+    let argv = vec!["true".to_string()];
+    let spec = ChildSpec {
+        program: Path::new("/bin/true"),
+        argv: &argv,
+        env: &[],
+        cwd: dir.as_raw_fd(),
+        cgroup_procs: None,
+        landlock: None,
+        proc_rights: 0,
+        stdin: None,
+        netns,
+        die_with_host: true,
+    };
+    let c = if isolated { spawn_isolated(&spec)? } else { spawn(&spec)? };
+    let private = c.init.as_ref().is_some_and(|m| m.0.proc_private.load(Ordering::Acquire) == 1);
+    block_reap(&c.pidfd);
+    Ok(private)
+}
+
+/// In words, for `cheng settings`.
+pub fn describe_isolation() -> &'static str {
+    if isolation() {
+        "user, pid and mount namespaces of their own with a private /proc; the host is not dumpable"
+    } else {
+        "none (no unprivileged user namespaces): children share the host's /proc; the host is not dumpable"
+    }
+}
+
+/// Make this process unreadable to every other process of its user: not dumpable, so
+/// its `/proc/<pid>/environ`, `mem`, `fd` and `maps` need `CAP_SYS_PTRACE` in the
+/// host's own user namespace — which no child has — and it leaves no core dump holding
+/// keys or tokens. Called when a host is built; idempotent.
+pub fn harden_host() {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        // SAFETY: prctl with integer arguments has no memory effects.
+        if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
+            tracing::warn!(target: "cheng::process", "cannot make the host non-dumpable: {}",
+                io::Error::last_os_error());
+        }
+    });
+}
+
+/// Start the child described by `spec`: isolated where this machine allows it.
 pub fn spawn(spec: &ChildSpec<'_>) -> io::Result<Child> {
+    if isolation() { spawn_isolated(spec) } else { spawn_direct(spec) }
+}
+
+/// The parts of the exec'ing child's data that both paths build the same way.
+struct Prepared {
+    program: CString,
+    _argv: Vec<CString>,
+    _env: Vec<CString>,
+    argv: Vec<*const libc::c_char>,
+    envp: Vec<*const libc::c_char>,
+    devnull: std::fs::File,
+}
+
+fn prepare(spec: &ChildSpec<'_>) -> io::Result<Prepared> {
     let program = cstring(spec.program.as_os_str().as_bytes())?;
     let argv_c: Vec<CString> = spec.argv.iter().map(|a| cstring(a.as_bytes())).collect::<io::Result<_>>()?;
     let env_c: Vec<CString> =
@@ -80,17 +226,83 @@ pub fn spawn(spec: &ChildSpec<'_>) -> io::Result<Child> {
     argv.push(std::ptr::null());
     let mut envp: Vec<*const libc::c_char> = env_c.iter().map(|c| c.as_ptr()).collect();
     envp.push(std::ptr::null());
-
     let devnull = std::fs::File::open("/dev/null")?;
-    let (out_r, out_w) = pipe()?;
-    let (err_r, err_w) = pipe()?;
-    let (fail_r, fail_w) = pipe()?;
-    // `struct ifreq` for bringing `lo` up in a new network namespace.
+    Ok(Prepared { program, _argv: argv_c, _env: env_c, argv, envp, devnull })
+}
+
+fn lo_up() -> IfReq {
     let mut ifreq = IfReq { name: [0; 16], flags: 0, _pad: [0; 22] };
     ifreq.name[..2].copy_from_slice(b"lo");
     ifreq.flags = (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+    ifreq
+}
+
+/// `clone` with every signal blocked across it: the child shares our memory and must
+/// not run our handlers; it resets them (or keeps them blocked, the init) itself.
+///
+/// SAFETY: `entry` must only touch `arg` and `stack`, which must stay alive while it
+/// runs (for `CLONE_VFORK`, until this returns).
+unsafe fn clone_blocked(
+    entry: extern "C" fn(*mut libc::c_void) -> libc::c_int,
+    stack: *mut libc::c_void,
+    flags: libc::c_int,
+    arg: *mut libc::c_void,
+) -> io::Result<(i32, OwnedFd)> {
+    let mut pidfd: RawFd = -1;
+    // SAFETY: plain signal-mask calls on local sets; the clone's contract is the caller's.
+    let pid = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let pid = libc::clone(entry, stack, flags | libc::CLONE_PIDFD | libc::SIGCHLD, arg, &mut pidfd as *mut RawFd);
+        let e = io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        if pid < 0 {
+            return Err(e);
+        }
+        pid
+    };
+    // SAFETY: the pidfd was just created for us.
+    Ok((pid, unsafe { OwnedFd::from_raw_fd(pidfd) }))
+}
+
+/// Read the failure pipe to its end: `Some(errno)` when the child reported one.
+fn read_failure(fail_r: &OwnedFd) -> Option<i32> {
+    let mut buf = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        // SAFETY: a read into the rest of a 4-byte buffer.
+        let n = unsafe { libc::read(fail_r.as_raw_fd(), buf[got..].as_mut_ptr().cast(), 4 - got) };
+        if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            continue;
+        }
+        if n <= 0 {
+            break;
+        }
+        got += n as usize;
+    }
+    (got == 4).then(|| i32::from_ne_bytes(buf))
+}
+
+/// Wait for the child behind `pidfd` to end, blocking.
+fn block_reap(pidfd: &OwnedFd) {
+    // SAFETY: a blocking waitid on our own pidfd with a zeroed siginfo.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::waitid(libc::P_PIDFD, pidfd.as_raw_fd() as libc::id_t, &mut info, libc::WEXITED);
+    }
+}
+
+/// The direct path: one vfork-style child that sets itself up and execs.
+fn spawn_direct(spec: &ChildSpec<'_>) -> io::Result<Child> {
+    let p = prepare(spec)?;
+    let (out_r, out_w) = pipe()?;
+    let (err_r, err_w) = pipe()?;
+    let (fail_r, fail_w) = pipe()?;
+    let ifreq = lo_up();
     let mut data = ChildData {
-        stdin: spec.stdin.unwrap_or(devnull.as_raw_fd()),
+        stdin: spec.stdin.unwrap_or(p.devnull.as_raw_fd()),
         netns: spec.netns,
         pdeathsig: spec.die_with_host,
         ifreq: &ifreq,
@@ -100,50 +312,94 @@ pub fn spawn(spec: &ChildSpec<'_>) -> io::Result<Child> {
         cwd: spec.cwd,
         procs: spec.cgroup_procs.unwrap_or(-1),
         landlock: spec.landlock.unwrap_or(-1),
-        program: program.as_ptr(),
-        argv: argv.as_ptr(),
-        envp: envp.as_ptr(),
+        program: p.program.as_ptr(),
+        argv: p.argv.as_ptr(),
+        envp: p.envp.as_ptr(),
     };
     // A 16-byte aligned stack; it grows down from its end.
     let mut stack = vec![0u128; STACK / 16];
     let top = stack.as_mut_ptr_range().end.cast::<libc::c_void>();
-
-    let mut pidfd: RawFd = -1;
-    let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD;
-    // Block every signal across the clone: the child shares our memory and must not run
-    // our handlers; it resets them before unblocking.
-    let pid = unsafe {
-        // SAFETY: plain signal-mask calls on local sets.
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        // SAFETY: the child runs `child_main` on `stack` with `data`, both alive until
-        // it execs or exits (CLONE_VFORK suspends this thread until then); the pidfd is
-        // written to `pidfd`.
-        let pid = libc::clone(child_main, top, flags, (&mut data as *mut ChildData).cast(), &mut pidfd as *mut RawFd);
-        let e = io::Error::last_os_error();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        if pid < 0 {
-            return Err(e);
-        }
-        pid
+    // SAFETY: the child runs `child_main` on `stack` with `data`, both alive until it
+    // execs or exits (CLONE_VFORK suspends this thread until then).
+    let (pid, pidfd) = unsafe {
+        clone_blocked(child_main, top, libc::CLONE_VM | libc::CLONE_VFORK, (&mut data as *mut ChildData).cast())?
     };
     drop(stack);
-    drop((out_w, err_w, fail_w, devnull));
-    // SAFETY: the pidfd was just created for us.
-    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
-    // Did exec succeed? The failure pipe closed on exec, or carries an errno.
-    let mut buf = [0u8; 4];
-    // SAFETY: a non-blocking read into a 4-byte buffer; the child is past exec or dead.
-    let n = unsafe { libc::read(fail_r.as_raw_fd(), buf.as_mut_ptr().cast(), 4) };
-    if n == 4 {
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: reap the failed child through its pidfd.
-        unsafe { libc::waitid(libc::P_PIDFD, pidfd.as_raw_fd() as libc::id_t, &mut info, libc::WEXITED) };
-        return Err(io::Error::from_raw_os_error(i32::from_ne_bytes(buf)));
+    drop((out_w, err_w, fail_w));
+    // Did exec succeed? The child is past exec or dead: the failure pipe closed on
+    // exec, or carries an errno.
+    if let Some(errno) = read_failure(&fail_r) {
+        block_reap(&pidfd);
+        return Err(io::Error::from_raw_os_error(errno));
     }
-    Ok(Child { pid, pidfd, stdout: out_r, stderr: err_r })
+    Ok(Child { pid, pidfd, stdout: out_r, stderr: err_r, init: None })
+}
+
+/// The isolated path: an init in namespaces of its own, which starts the command.
+fn spawn_isolated(spec: &ChildSpec<'_>) -> io::Result<Child> {
+    let p = prepare(spec)?;
+    let (out_r, out_w) = pipe()?;
+    let (err_r, err_w) = pipe()?;
+    let (fail_r, fail_w) = pipe()?;
+    // SAFETY: geteuid and getegid cannot fail.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let mut shared = Box::new(Shared {
+        init: InitData {
+            stdin: spec.stdin.unwrap_or(p.devnull.as_raw_fd()),
+            stdout: out_w.as_raw_fd(),
+            stderr: err_w.as_raw_fd(),
+            fail: fail_w.as_raw_fd(),
+            cwd: spec.cwd,
+            procs: spec.cgroup_procs.unwrap_or(-1),
+            landlock: spec.landlock.unwrap_or(-1),
+            proc_rights: spec.proc_rights,
+            netns: spec.netns,
+            uid_map: Line::new(format_args!("{uid} {uid} 1\n")),
+            gid_map: Line::new(format_args!("{gid} {gid} 1\n")),
+        },
+        ifreq: lo_up(),
+        child: ChildData {
+            stdin: 0,
+            netns: false,
+            pdeathsig: false,
+            ifreq: std::ptr::null(),
+            stdout: 1,
+            stderr: 2,
+            fail: 3,
+            cwd: -1,
+            procs: -1,
+            landlock: -1,
+            program: p.program.as_ptr(),
+            argv: p.argv.as_ptr(),
+            envp: p.envp.as_ptr(),
+        },
+        status: AtomicI32::new(NO_STATUS),
+        proc_private: AtomicI32::new(0),
+        init_stack: [0; STACK / 16],
+        child_stack: [0; STACK / 16],
+    });
+    let top = shared.init_stack.as_mut_ptr_range().end.cast::<libc::c_void>();
+    // The mount namespace comes later, from the init itself (see `init_main`).
+    let mut flags = libc::CLONE_VM | libc::CLONE_NEWUSER | libc::CLONE_NEWPID;
+    if spec.netns {
+        flags |= libc::CLONE_NEWNET;
+    }
+    let arg: *mut Shared = &mut *shared;
+    // SAFETY: the init runs `init_main` on its own stack inside `shared`, which is kept
+    // (in the returned `Child`, or until it is reaped below) for as long as it runs.
+    let (pid, pidfd) = unsafe { clone_blocked(init_main, top, flags, arg.cast())? };
+    drop((out_w, err_w, fail_w));
+    // The pipe reaches its end when the command has exec'd (its copy closes on exec,
+    // then the init closes its own), or carries the errno of the step that failed.
+    // The strings the command's exec reads stay alive until then.
+    let failed = read_failure(&fail_r);
+    drop(p);
+    if let Some(errno) = failed {
+        // The init ends at once after a failure; its memory is freed after that.
+        block_reap(&pidfd);
+        return Err(io::Error::from_raw_os_error(errno));
+    }
+    Ok(Child { pid, pidfd, stdout: out_r, stderr: err_r, init: Some(InitMemory(shared)) })
 }
 
 /// `struct ifreq` as `SIOCSIFFLAGS` reads it: the name, then the flags (40 bytes).
@@ -154,6 +410,31 @@ struct IfReq {
     _pad: [u8; 22],
 }
 
+/// `struct landlock_path_beneath_attr` (packed, as the kernel reads it).
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// A short line prepared for a raw `write`.
+#[repr(C)]
+struct Line {
+    bytes: [u8; 48],
+    len: usize,
+}
+
+impl Line {
+    fn new(args: std::fmt::Arguments<'_>) -> Line {
+        let text = args.to_string();
+        let mut bytes = [0u8; 48];
+        let len = text.len().min(48);
+        bytes[..len].copy_from_slice(&text.as_bytes()[..len]);
+        Line { bytes, len }
+    }
+}
+
+/// What the exec'ing child reads.
 #[repr(C)]
 struct ChildData {
     stdin: RawFd,
@@ -171,18 +452,222 @@ struct ChildData {
     envp: *const *const libc::c_char,
 }
 
-/// The child's side: raw system calls only, then `execve`. Never returns.
+/// What the init reads (descriptors are the host's numbers, copied into its table).
+#[repr(C)]
+struct InitData {
+    stdin: RawFd,
+    stdout: RawFd,
+    stderr: RawFd,
+    fail: RawFd,
+    cwd: RawFd,
+    procs: RawFd,
+    landlock: RawFd,
+    proc_rights: u64,
+    netns: bool,
+    uid_map: Line,
+    gid_map: Line,
+}
+
+/// Everything an isolated child's init touches, in one allocation that outlives it.
+#[repr(C)]
+struct Shared {
+    init: InitData,
+    ifreq: IfReq,
+    child: ChildData,
+    /// The command's wait status, stored by the init before it exits.
+    status: AtomicI32,
+    /// 1 when the init mounted a `/proc` of its own.
+    proc_private: AtomicI32,
+    init_stack: [u128; STACK / 16],
+    child_stack: [u128; STACK / 16],
+}
+
+/// Report the current errno on `fd` and end this process.
+///
+/// SAFETY: raw system calls only.
+unsafe fn fail_with(fd: RawFd) -> ! {
+    // SAFETY: errno is thread-local; write and _exit are plain system calls.
+    unsafe {
+        let errno = *libc::__errno_location();
+        let bytes = errno.to_ne_bytes();
+        libc::write(fd, bytes.as_ptr().cast(), 4);
+        libc::_exit(127)
+    }
+}
+
+/// Write `line` to the file at `path` (a `/proc/self` map).
+///
+/// SAFETY: raw system calls only; `path` is NUL-terminated.
+unsafe fn write_proc(path: &[u8], line: &[u8]) -> bool {
+    // SAFETY: open/write/close on a NUL-terminated path and a live buffer.
+    unsafe {
+        let fd = libc::open(path.as_ptr().cast(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return false;
+        }
+        let ok = libc::write(fd, line.as_ptr().cast(), line.len()) == line.len() as isize;
+        libc::close(fd);
+        ok
+    }
+}
+
+/// Bring `lo` up in a fresh network namespace.
+///
+/// SAFETY: raw system calls only; `ifreq` points to a live `IfReq`.
+unsafe fn bring_lo_up(ifreq: *const IfReq) -> bool {
+    // SAFETY: a datagram socket for the ioctl, closed after.
+    unsafe {
+        let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        let ok = s >= 0 && libc::ioctl(s, libc::SIOCSIFFLAGS, ifreq) == 0;
+        if s >= 0 {
+            libc::close(s);
+        }
+        ok
+    }
+}
+
+/// The isolated child's pid 1: raw system calls only (it shares the host's memory, and
+/// runs beside it), every signal blocked throughout. Never returns.
+extern "C" fn init_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the host's `Shared`, alive until this process has been reaped.
+    unsafe {
+        let s = &mut *(arg as *mut Shared);
+        let d = &s.init;
+        // Its own uid and gid, mapped to the host's: files keep their owners.
+        if !write_proc(b"/proc/self/setgroups\0", b"deny")
+            && *libc::__errno_location() != libc::ENOENT
+            && *libc::__errno_location() != libc::EPERM
+        {
+            fail_with(d.fail);
+        }
+        if !write_proc(b"/proc/self/uid_map\0", &d.uid_map.bytes[..d.uid_map.len])
+            || !write_proc(b"/proc/self/gid_map\0", &d.gid_map.bytes[..d.gid_map.len])
+        {
+            fail_with(d.fail);
+        }
+        // The working directory first, from the guard's handle: a handle opened in the
+        // host's mount namespace names a mount the new namespace does not have, but the
+        // working directory is carried over when the namespace is made (unshare).
+        if libc::fchdir(d.cwd) != 0 || libc::unshare(libc::CLONE_NEWNS) != 0 {
+            fail_with(d.fail);
+        }
+        // A /proc of its own pid namespace, over the host's, in its own mount namespace
+        // (mounts made private first so nothing propagates back), showing only the
+        // processes the command could trace: not this init, whose memory — and so whose
+        // command line — is the host's, and not dumpable. Where the kernel refuses (one
+        // older than 5.8, or a /proc partly hidden by the machine's own runtime), it goes
+        // on with what it could mount: the namespaces still hold, and the host's
+        // environment and memory stay unreadable.
+        if libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) == 0
+        {
+            let proc_ = |data: *const libc::c_char| {
+                libc::mount(
+                    c"proc".as_ptr(),
+                    c"/proc".as_ptr(),
+                    c"proc".as_ptr(),
+                    libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    data.cast(),
+                ) == 0
+            };
+            // `ptraceable`: a process is listed only to those who may trace it — not
+            // `invisible`, which shows everything to members of the mount's group (root's
+            // group by default, which a root host's children are in).
+            if proc_(c"hidepid=ptraceable".as_ptr()) {
+                s.proc_private.store(1, Ordering::Release);
+            } else {
+                proc_(std::ptr::null());
+            }
+        }
+        if d.netns && !bring_lo_up(&s.ifreq) {
+            fail_with(d.fail);
+        }
+        // Ends with the host's thread that started it; the namespace ends with it.
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+            fail_with(d.fail);
+        }
+        if d.procs >= 0 && libc::write(d.procs, b"0\n".as_ptr().cast(), 2) < 0 {
+            fail_with(d.fail);
+        }
+        // The command's descriptors at 0-3 (through copies above them, so no source is
+        // overwritten first), then nothing else of the host's: its table was copied
+        // whole at the clone.
+        let hi = |fd: RawFd| libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10);
+        let (i, o, e, f) = (hi(d.stdin), hi(d.stdout), hi(d.stderr), hi(d.fail));
+        if i < 0 || o < 0 || e < 0 || f < 0 {
+            fail_with(d.fail);
+        }
+        if libc::dup2(i, 0) < 0 || libc::dup2(o, 1) < 0 || libc::dup2(e, 2) < 0 || libc::dup2(f, 3) < 0 {
+            fail_with(d.fail);
+        }
+        libc::fcntl(3, libc::F_SETFD, libc::FD_CLOEXEC);
+        if d.landlock >= 0 {
+            // Its own /proc, readable where the plan reads /proc (an error leaves it
+            // unreadable: the safe side).
+            if d.proc_rights != 0 && s.proc_private.load(Ordering::Acquire) == 1 {
+                let fd = libc::open(c"/proc".as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC);
+                if fd >= 0 {
+                    let attr = PathBeneathAttr { allowed_access: d.proc_rights, parent_fd: fd };
+                    libc::syscall(
+                        libc::SYS_landlock_add_rule,
+                        d.landlock,
+                        1u32, // LANDLOCK_RULE_PATH_BENEATH
+                        &attr as *const PathBeneathAttr,
+                        0u32,
+                    );
+                    libc::close(fd);
+                }
+            }
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                fail_with(3);
+            }
+            if libc::syscall(libc::SYS_landlock_restrict_self, d.landlock, 0u32) != 0 {
+                fail_with(3);
+            }
+        }
+        if libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 0u32) != 0 {
+            fail_with(3);
+        }
+        let top = s.child_stack.as_mut_ptr_range().end.cast::<libc::c_void>();
+        let pid = libc::clone(
+            child_main,
+            top,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&mut s.child as *mut ChildData).cast(),
+        );
+        if pid < 0 {
+            fail_with(3);
+        }
+        // The command has exec'd or failed (reported on 3); the init keeps nothing.
+        for fd in 0..4 {
+            libc::close(fd);
+        }
+        loop {
+            let mut status = 0;
+            let r = libc::waitpid(-1, &mut status, libc::__WALL);
+            if r == pid {
+                s.status.store(status, Ordering::Release);
+                break;
+            }
+            if r < 0 && *libc::__errno_location() != libc::EINTR {
+                break;
+            }
+        }
+        libc::_exit(0)
+    }
+}
+
+/// The child that execs: raw system calls only, then `execve`. Never returns.
 extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
-    // SAFETY: `arg` is the parent's `ChildData`, alive while the parent is suspended.
+    // SAFETY: `arg` is a `ChildData`, alive while its parent is suspended (vfork).
     unsafe {
         let d = &*(arg as *const ChildData);
-        let fail = |fd: RawFd| -> ! {
-            let errno = *libc::__errno_location();
-            let bytes = errno.to_ne_bytes();
-            libc::write(fd, bytes.as_ptr().cast(), 4);
-            libc::_exit(127)
-        };
-        // Handlers first (we share the host's memory), then the mask.
+        // Handlers first (we share the parent's memory), then the mask.
         for sig in 1..libc::SIGRTMAX() {
             if sig == libc::SIGKILL || sig == libc::SIGSTOP {
                 continue;
@@ -199,42 +684,38 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut none);
         if d.procs >= 0 && libc::write(d.procs, b"0\n".as_ptr().cast(), 2) < 0 {
-            fail(d.fail);
+            fail_with(d.fail);
         }
-        if libc::setpgid(0, 0) != 0 {
-            fail(d.fail);
+        // A session of its own: a new process group, and no controlling terminal.
+        if libc::setsid() < 0 {
+            fail_with(d.fail);
         }
         if d.pdeathsig && libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
-            fail(d.fail);
+            fail_with(d.fail);
         }
         if d.netns {
             // A user namespace to own a network namespace with nothing but loopback.
-            if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) != 0 {
-                fail(d.fail);
+            if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) != 0 || !bring_lo_up(d.ifreq) {
+                fail_with(d.fail);
             }
-            let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
-            if s < 0 || libc::ioctl(s, libc::SIOCSIFFLAGS, d.ifreq) != 0 {
-                fail(d.fail);
-            }
-            libc::close(s);
         }
         if libc::dup2(d.stdin, 0) < 0 || libc::dup2(d.stdout, 1) < 0 || libc::dup2(d.stderr, 2) < 0 {
-            fail(d.fail);
+            fail_with(d.fail);
         }
-        if libc::fchdir(d.cwd) != 0 {
-            fail(d.fail);
+        if d.cwd >= 0 && libc::fchdir(d.cwd) != 0 {
+            fail_with(d.fail);
         }
         if d.landlock >= 0 {
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-                fail(d.fail);
+                fail_with(d.fail);
             }
             if libc::syscall(libc::SYS_landlock_restrict_self, d.landlock, 0u32) != 0 {
-                fail(d.fail);
+                fail_with(d.fail);
             }
         }
         libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
         libc::execve(d.program, d.argv, d.envp);
-        fail(d.fail)
+        fail_with(d.fail)
     }
 }
 
@@ -248,20 +729,22 @@ pub enum Exit {
 }
 
 /// Wait (asynchronously) for the child behind `pidfd` to end, and reap it.
-pub async fn wait(pidfd: &tokio::io::unix::AsyncFd<OwnedFd>) -> io::Result<Exit> {
+pub async fn wait(pidfd: &tokio::io::unix::AsyncFd<OwnedFd>, init: Option<&InitMemory>) -> io::Result<Exit> {
     loop {
         let mut guard = pidfd.readable().await?;
-        match try_reap(pidfd.get_ref().as_raw_fd())? {
+        match try_reap(pidfd.get_ref().as_raw_fd(), init)? {
             Some(e) => return Ok(e),
             None => guard.clear_ready(),
         }
     }
 }
 
-/// Reap the child behind `pidfd` if it has ended.
-pub fn try_reap(pidfd: RawFd) -> io::Result<Option<Exit>> {
+/// Reap the child behind `pidfd` if it has ended. For an isolated child, how the
+/// command itself ended (the init passes it on); an init killed before its command
+/// ended reads as `SIGKILL`.
+pub fn try_reap(pidfd: RawFd, init: Option<&InitMemory>) -> io::Result<Option<Exit>> {
     // SAFETY: waitid with a zeroed siginfo to fill.
-    unsafe {
+    let (code, status) = unsafe {
         let mut info: libc::siginfo_t = std::mem::zeroed();
         let rc = libc::waitid(libc::P_PIDFD, pidfd as libc::id_t, &mut info, libc::WEXITED | libc::WNOHANG);
         if rc != 0 {
@@ -270,7 +753,65 @@ pub fn try_reap(pidfd: RawFd) -> io::Result<Option<Exit>> {
         if info.si_pid() == 0 {
             return Ok(None);
         }
-        let status = info.si_status();
-        Ok(Some(if info.si_code == libc::CLD_EXITED { Exit::Code(status) } else { Exit::Signal(status) }))
+        (info.si_code, info.si_status())
+    };
+    Ok(Some(match init {
+        None if code == libc::CLD_EXITED => Exit::Code(status),
+        None => Exit::Signal(status),
+        Some(m) => match m.status() {
+            Some(s) if libc::WIFEXITED(s) => Exit::Code(libc::WEXITSTATUS(s)),
+            Some(s) if libc::WIFSIGNALED(s) => Exit::Signal(libc::WTERMSIG(s)),
+            _ => Exit::Signal(libc::SIGKILL),
+        },
+    }))
+}
+
+/// Owns a child's pidfd (and an isolated child's init memory); reaps the child on drop
+/// if nobody did (a dropped call), in the background so that drop never blocks.
+pub struct Reaper {
+    /// The pidfd, registered with the runtime.
+    pub fd: Option<tokio::io::unix::AsyncFd<OwnedFd>>,
+    /// Whether the child has been reaped.
+    pub reaped: bool,
+    init: Option<InitMemory>,
+}
+
+impl Reaper {
+    /// Take over `child`'s pidfd and init memory.
+    pub fn new(pidfd: OwnedFd, init: Option<InitMemory>) -> Self {
+        // SAFETY: the pidfd is owned by the AsyncFd for as long as it is registered.
+        let fd = unsafe { tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE) };
+        Reaper { fd: fd.ok(), reaped: false, init }
+    }
+
+    /// Wait for the child to end (and reap it).
+    pub async fn wait(&mut self) -> io::Result<Exit> {
+        let Some(fd) = self.fd.as_ref() else { return Err(io::Error::other("the child's pidfd is gone")) };
+        let e = wait(fd, self.init.as_ref()).await;
+        self.reaped = e.is_ok();
+        e
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        let init = self.init.take();
+        if self.reaped {
+            return;
+        }
+        if let Some(fd) = self.fd.take() {
+            let fd = fd.into_inner();
+            if let Ok(Some(_)) = try_reap(fd.as_raw_fd(), init.as_ref()) {
+                return;
+            }
+            std::thread::spawn(move || {
+                block_reap(&fd);
+                // Only now is the init's memory no longer in use.
+                drop(init);
+            });
+        } else if let Some(init) = init {
+            // No pidfd to wait on: keep the memory rather than free it under a runner.
+            std::mem::forget(init);
+        }
     }
 }

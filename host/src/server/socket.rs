@@ -3,9 +3,12 @@
 //! `cheng serve` processes of a state directory. Each server listens on its own Unix
 //! socket, `<state dir>/approvals/<pid>.sock` — several stdio servers (one per client
 //! window) can share a state directory — and the CLI asks every live one. The sockets
-//! are the operator's alone (directory 0700, socket 0600, and every connection's peer
-//! must be the same user); the broker's rules hold — the first answer wins, a late one
-//! changes nothing — and each answer is recorded as `socket:uid <n>`.
+//! are the operator's alone: directory 0700, socket 0600, every connection's peer must
+//! be the same user, and never a process a host started or anything it forked — see
+//! [`super::peer`] for how that is told (its namespaces, its ancestry, its cgroup). A
+//! refused connection is closed unanswered and recorded in `<state dir>/access.jsonl`.
+//! The broker's rules hold — the first answer wins, a late one changes nothing — and
+//! each answer is recorded as `socket:uid <n>`.
 //!
 //! The protocol is one JSON line each way: `{"op": "list"}` answers with the pending
 //! requests; `{"op": "answer", "id": "…", "approve": true}` with
@@ -64,9 +67,22 @@ pub async fn serve(host: Host, state_dir: &Path, shutdown: CancellationToken) ->
             _ = shutdown.cancelled() => break,
         };
         let Ok((stream, _)) = accepted else { continue };
-        let uid = stream.peer_cred().map(|c| c.uid()).ok();
-        if uid != Some(me) {
-            tracing::info!(target: "cheng::denials", ?uid, "approvals socket: a connection from another user refused");
+        let cred = stream.peer_cred().ok();
+        let uid = cred.map(|c| c.uid());
+        let pid = cred.and_then(|c| c.pid()).unwrap_or(0);
+        let verdict = match uid == Some(me) {
+            false => Err(format!("a connection from another user ({uid:?}) refused")),
+            true => {
+                let hosts = host_pids(&dir);
+                super::peer::vet(std::os::fd::AsRawFd::as_raw_fd(&stream), pid, &hosts)
+            }
+        };
+        if let Err(why) = verdict {
+            tracing::warn!(target: "cheng::denials", pid, "approvals socket: {why}");
+            super::http::append_access(
+                &state_dir.join("access.jsonl"),
+                &json!({"remote": format!("approvals socket, pid {pid}"), "status": "refused", "reason": why}),
+            );
             continue;
         }
         let host = host.clone();
@@ -76,6 +92,13 @@ pub async fn serve(host: Host, state_dir: &Path, shutdown: CancellationToken) ->
     }
     let _ = std::fs::remove_file(&at);
     Ok(())
+}
+
+/// The pids of the servers with a socket in `dir` (this one included).
+fn host_pids(dir: &Path) -> Vec<i32> {
+    let mut pids: Vec<i32> = sockets(dir).iter().filter_map(|p| p.file_stem()?.to_str()?.parse().ok()).collect();
+    pids.push(std::process::id() as i32);
+    pids
 }
 
 /// The socket files in `dir`, oldest name first.
