@@ -68,6 +68,22 @@ pub(crate) struct Inner {
 }
 
 impl Host {
+    /// Compile (or load from the component cache) every component now, so that no
+    /// tool's first call waits for it. A host lists its built-in tools without compiling
+    /// them ([`crate::builtin`]); a server calls this in the background as it starts.
+    /// A component that fails to compile is left for the call that needs it to report.
+    pub async fn warm_up(&self) {
+        let inner = &self.inner;
+        let mut seen = std::collections::HashSet::new();
+        for entry in inner.registry.iter() {
+            if let Some(c) = entry.component()
+                && seen.insert(c.name.clone())
+            {
+                let _ = c.pre(inner.engine.engine(), &inner.linker, &inner.cache, inner.on_compile.as_ref()).await;
+            }
+        }
+    }
+
     /// The configuration the host was built with.
     pub fn config(&self) -> &Config {
         &self.inner.config

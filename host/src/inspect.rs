@@ -46,6 +46,7 @@ pub async fn inspect(wasm: &[u8], name: &str) -> Result<Inspection, HostError> {
         let c = LoadedComponent::load(
             name,
             Source::Owned(Arc::new(wasm.to_vec())),
+            None,
             engine.engine(),
             &linker,
             &ComponentCache::new(None),

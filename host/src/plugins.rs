@@ -131,7 +131,7 @@ pub(crate) async fn load_plugin(
         return Err(format!("plugin id \"{id}\" must match [a-z][a-z0-9-]{{0,15}}"));
     }
     let origin = spec.origin.clone();
-    let mut c = LoadedComponent::load(&id, Source::Owned(Arc::new(spec.wasm)), engine, linker, cache, on_compile)
+    let mut c = LoadedComponent::load(&id, Source::Owned(Arc::new(spec.wasm)), None, engine, linker, cache, on_compile)
         .await
         .map_err(|e| format!("plugin \"{id}\" ({origin}): {e}"))?;
     c.grant = spec.grant;

@@ -166,10 +166,14 @@ const DESCRIBE_CPU: Duration = Duration::from_secs(10);
 
 impl LoadedComponent {
     /// Load a component: its tools come from the describe cache when present, else from
-    /// running its `describe` once in a sandbox with no filesystem.
+    /// `known` (a built-in's description recorded with the source, so a fresh state
+    /// directory lists the tools without compiling anything), else from running its
+    /// `describe` once in a sandbox with no filesystem. The component itself is compiled
+    /// when first called (or warmed up ahead: [`crate::Host::warm_up`]).
     pub async fn load(
         name: &str,
         source: Source,
+        known: Option<Vec<ToolSpec>>,
         engine: &wasmtime::Engine,
         linker: &Linker<StoreState>,
         cache: &ComponentCache,
@@ -180,8 +184,11 @@ impl LoadedComponent {
             Source::Owned(bytes) => sha256_hex(bytes),
         };
         let describe_file = cache.dir().map(|d| d.join(format!("{sha256}.describe.json")));
-        let cached: Option<Vec<ToolSpec>> =
-            describe_file.as_ref().and_then(|f| std::fs::read(f).ok()).and_then(|b| serde_json::from_slice(&b).ok());
+        let cached: Option<Vec<ToolSpec>> = describe_file
+            .as_ref()
+            .and_then(|f| std::fs::read(f).ok())
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .or(known);
         let me = LoadedComponent {
             name: name.to_string(),
             sha256,
