@@ -71,6 +71,10 @@ pub struct ApprovalRequest {
     pub detail: String,
     /// Why it is needed.
     pub purpose: String,
+    /// The workspace of the call that asks (absolute; empty when not known).
+    pub workspace: String,
+    /// When it was asked, in milliseconds since the Unix epoch.
+    pub requested_at_ms: u64,
 }
 
 impl ApprovalRequest {
@@ -91,7 +95,18 @@ impl ApprovalRequest {
             summary: summary.into(),
             detail: detail.into(),
             purpose: purpose.into(),
+            workspace: String::new(),
+            requested_at_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0),
         }
+    }
+
+    /// The workspace the asking call works in, shown on the card.
+    pub fn in_workspace(mut self, workspace: &std::path::Path) -> Self {
+        self.workspace = workspace.display().to_string();
+        self
     }
 
     /// The card as people see it: every field one escaped line, of bounded length.
@@ -106,7 +121,7 @@ impl ApprovalRequest {
         self.summary = summary;
         self.detail = escape_line(&cut_chars(&self.detail, DETAIL_CHARS));
         self.purpose = escape_line(&cut_chars(&self.purpose, PURPOSE_CHARS));
-        for f in [&mut self.run, &mut self.role, &mut self.tool] {
+        for f in [&mut self.run, &mut self.role, &mut self.tool, &mut self.workspace] {
             *f = escape_line(f);
         }
         self
@@ -127,6 +142,9 @@ pub enum Decision {
     NoApprover,
     /// Approved without asking, because auto-approve is on.
     AutoApproved,
+    /// Withdrawn before anyone answered: the call that asked was cancelled or its
+    /// client went away. Nothing runs.
+    Withdrawn,
 }
 
 impl Decision {
@@ -143,6 +161,7 @@ impl Decision {
             Decision::TimedOut => "timed_out",
             Decision::NoApprover => "no_approver",
             Decision::AutoApproved => "auto_approved",
+            Decision::Withdrawn => "withdrawn",
         }
     }
 }
@@ -275,6 +294,36 @@ pub struct PendingApproval {
     pub waited_ms: u64,
 }
 
+/// Withdraws a waiting card whose wait was dropped.
+struct Withdraw<'a> {
+    broker: &'a Broker,
+    req: &'a ApprovalRequest,
+    started: Instant,
+    armed: bool,
+}
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let inner = &self.broker.inner;
+        let was_pending = {
+            let mut pending = inner.pending.lock().unwrap_or_else(|p| p.into_inner());
+            let removed = pending.remove(&self.req.id).is_some();
+            if removed {
+                self.broker.remember(&self.req.id);
+            }
+            removed
+        };
+        if was_pending {
+            tracing::info!(target: "approvals", id = %self.req.id, tool = %self.req.tool, run = %self.req.run,
+                "approval withdrawn: the call that asked ended before an answer");
+            let _ = self.broker.resolved(self.req, Decision::Withdrawn, self.started);
+        }
+    }
+}
+
 /// What an answer from outside did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Answered {
@@ -386,6 +435,10 @@ impl Broker {
         let sent = {
             let mut pending = self.inner.pending.lock().unwrap_or_else(|p| p.into_inner());
             pending.remove(id).map(|p| {
+                // Remembered as answered before the card leaves the pending table's lock:
+                // a second answer racing this one finds it in one place or the other, and
+                // is told "too late" (409), never "unknown" (404).
+                self.remember(id);
                 let decision = if approved { Decision::Approved } else { Decision::Declined };
                 p.tx.send((decision, by.to_string())).is_ok()
             })
@@ -417,6 +470,9 @@ impl Broker {
         let _ = inner
             .events
             .send(ApprovalEvent::Requested { request: req.clone(), timeout_ms: inner.timeout.as_millis() as u64 });
+        // If this wait is dropped (its call cancelled, its client gone), the card is
+        // withdrawn at once: it leaves the table, and an answer to it gets "too late".
+        let mut withdraw = Withdraw { broker: self, req: &req, started, armed: true };
         let timeout = tokio::time::sleep(inner.timeout);
         tokio::pin!(timeout);
         let name = inner.approver.name().to_string();
@@ -442,6 +498,7 @@ impl Broker {
         // Whoever takes the request out of the pending table is the first answer. When an
         // outside answer took it (it sends under the table's lock) while the approver or
         // the timeout was settling here, that answer is the one that counts.
+        withdraw.armed = false;
         let taken_here = inner.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&req.id).is_some();
         if !taken_here && let Ok((d, b)) = rx.try_recv() {
             (decision, by) = (d, Some(b));
@@ -454,19 +511,23 @@ impl Broker {
         out
     }
 
+    /// Remember `id` as resolved (the last [`REMEMBERED`] are kept).
+    fn remember(&self, id: &str) {
+        let mut r = self.inner.resolved.lock().unwrap_or_else(|p| p.into_inner());
+        if r.1.insert(id.to_string()) {
+            r.0.push_back(id.to_string());
+        }
+        if r.0.len() > REMEMBERED
+            && let Some(old) = r.0.pop_front()
+        {
+            r.1.remove(&old);
+        }
+    }
+
     fn resolved(&self, req: &ApprovalRequest, decision: Decision, started: Instant) -> ApprovalOutcome {
         let waited_ms = started.elapsed().as_millis() as u64;
         tracing::info!(target: "approvals", id = %req.id, tool = %req.tool, run = %req.run, ?decision, waited_ms, "approval resolved");
-        {
-            let mut r = self.inner.resolved.lock().unwrap_or_else(|p| p.into_inner());
-            r.0.push_back(req.id.clone());
-            r.1.insert(req.id.clone());
-            if r.0.len() > REMEMBERED
-                && let Some(old) = r.0.pop_front()
-            {
-                r.1.remove(&old);
-            }
-        }
+        self.remember(&req.id);
         let _ = self.inner.events.send(ApprovalEvent::Resolved {
             id: req.id.clone(),
             run: req.run.clone(),
@@ -490,6 +551,8 @@ mod tests {
             summary: "ls -la\nsecond line".into(),
             detail: "ls -la (in .)".into(),
             purpose: "look".into(),
+            workspace: "/w".into(),
+            requested_at_ms: 0,
         }
     }
 
@@ -561,6 +624,54 @@ mod tests {
         // A second (late) answer finds nothing.
         assert!(!b.answer("x", false));
         assert!(!b.awaiting("r1"));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_answers_in_the_same_instant_one_applied_the_other_too_late() {
+        // The loser of a race is told "too late" (409), never "unknown" (404): the card
+        // is remembered as answered before it leaves the pending table.
+        for i in 0..300 {
+            let b = Broker::new(Arc::new(Silent), Duration::from_secs(30), true);
+            let id = format!("race-{i}");
+            let waiting = tokio::spawn({
+                let (b, id) = (b.clone(), id.clone());
+                async move { b.request(req(&id)).await }
+            });
+            while b.pending_count() == 0 {
+                tokio::task::yield_now().await;
+            }
+            let start = Arc::new(std::sync::Barrier::new(2));
+            let answer = |approve: bool| {
+                let (b, id, start) = (b.clone(), id.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    b.answer_by(&id, approve, "operator")
+                })
+            };
+            let (one, two) = (answer(true), answer(false));
+            let mut got = [one.join().unwrap(), two.join().unwrap()];
+            got.sort_by_key(|a| *a != Answered::Applied);
+            assert_eq!(got, [Answered::Applied, Answered::TooLate], "round {i}");
+            waiting.await.unwrap();
+        }
+    }
+
+    #[tokio::test]
+    async fn a_wait_dropped_withdraws_its_card_and_a_later_answer_is_too_late() {
+        let b = Broker::new(Arc::new(Silent), Duration::from_secs(30), true);
+        let mut events = b.subscribe();
+        let task = tokio::spawn({
+            let b = b.clone();
+            async move { b.request(req("gone")).await }
+        });
+        assert!(matches!(events.recv().await.unwrap(), ApprovalEvent::Requested { .. }));
+        assert_eq!(b.pending_count(), 1);
+        // The call that asked goes away (its client disconnected, it was cancelled).
+        task.abort();
+        let _ = task.await;
+        assert_eq!(b.pending_count(), 0, "the card must disappear at once");
+        assert!(matches!(events.recv().await.unwrap(), ApprovalEvent::Resolved { decision: Decision::Withdrawn, .. }));
+        assert_eq!(b.answer_by("gone", true, "operator"), Answered::TooLate);
     }
 
     /// Keeps the cards it is shown.

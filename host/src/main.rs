@@ -94,7 +94,7 @@ enum Command {
     /// /mcp (`--http 127.0.0.1:PORT`), or both (`--http ADDR --stdio`).
     Serve {
         /// Serve streamable HTTP on this address (loopback unless --allow-remote).
-        #[arg(long, value_name = "ADDR")]
+        #[arg(long, value_name = "ADDR", value_parser = bind_address)]
         http: Option<std::net::SocketAddr>,
         /// Also speak MCP on stdin/stdout when serving HTTP.
         #[arg(long)]
@@ -465,7 +465,10 @@ async fn run(cli: Cli) -> Result<u8> {
         builder.protect(place);
     }
     builder.on_compile(|name| {
-        eprintln!("cheng: compiling the \"{name}\" component (first run only; it is cached afterwards)");
+        let _ = writeln!(
+            std::io::stderr(),
+            "cheng: compiling the \"{name}\" component (first run only; it is cached afterwards)"
+        );
     });
     let approve = match &cli.command {
         Command::Call { approve, .. } => *approve,
@@ -531,7 +534,10 @@ async fn run(cli: Cli) -> Result<u8> {
                     } else {
                         format!("{}:{}", t.component, t.component_tool)
                     };
-                    writeln!(out, "{:<24} {:<16} {}", t.name, origin, first)?;
+                    // A server's or plugin's text is shown, never interpreted by the
+                    // terminal (escape sequences, bidi overrides), and cut.
+                    let esc = |s: &str| cheng_contract::text::escape_line(&cheng_contract::text::cut_chars(s, 200));
+                    writeln!(out, "{:<24} {:<16} {}", esc(&t.name), esc(&origin), esc(first))?;
                 }
             }
             Ok(0)
@@ -628,7 +634,9 @@ async fn run(cli: Cli) -> Result<u8> {
                     _ = term.recv() => {}
                     _ = int.recv() => {}
                 }
-                eprintln!("cheng: shutting down");
+                // Never `eprintln!` here: with stderr's reader gone it would panic and
+                // the server would never stop.
+                let _ = writeln!(std::io::stderr(), "cheng: shutting down");
                 stop.cancel();
             });
             if let Err(e) = cheng_host::server::serve(host.clone(), opts, client_approver, shutdown).await {
@@ -671,7 +679,10 @@ async fn run(cli: Cli) -> Result<u8> {
             let root = workspace_of(&cli.workspace, &state)?;
             let root = std::fs::canonicalize(&root).with_context(|| format!("cannot open {}", root.display()))?;
             let review = server.review(&root, accept).await.map_err(|e| anyhow::anyhow!("MCP server \"{id}\": {e}"))?;
-            emit(&serde_json::to_string_pretty(&review)?);
+            let mut shown = serde_json::to_value(&review)?;
+            // What of a description reaches an agent: the rest is cut (and said so).
+            shown["description_cap_chars"] = serde_json::json!(cheng_host::mcp::MAX_DESCRIPTION_CHARS);
+            emit(&serde_json::to_string_pretty(&shown)?);
             Ok(if accept || review.diff.is_empty() { 0 } else { EXIT_ERROR })
         }
         // Answered above, before the host started.
@@ -701,4 +712,14 @@ fn approver_for(mode: Option<ApproveMode>, auto: bool) -> Arc<dyn Approver> {
             None => Arc::new(RefuseAll),
         },
     }
+}
+
+/// `--http`'s address: `IP:PORT`, or `localhost:PORT` for 127.0.0.1 (never looked up:
+/// the name must not decide where the server listens).
+fn bind_address(text: &str) -> Result<std::net::SocketAddr, String> {
+    if let Some(port) = text.strip_prefix("localhost:") {
+        let port: u16 = port.parse().map_err(|_| format!("\"{port}\" is not a port number"))?;
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse().map_err(|_| format!("\"{text}\" is not IP:PORT (for example 127.0.0.1:8931 or localhost:8931)"))
 }

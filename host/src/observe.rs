@@ -10,7 +10,7 @@
 //! use cheng_host::observe::Observer;
 //!
 //! let o = Observer::new();
-//! o.call_started("c1", "run-1", "developer", "read_file");
+//! o.call_started("c1", "run-1", "developer", "read_file", "/work/project");
 //! assert_eq!(o.runs()[0].active, 1);
 //! o.call_finished("c1", "run-1", "read_file", "ok", 1.5, &[]);
 //! assert_eq!(o.runs()[0].calls, 1);
@@ -41,6 +41,9 @@ pub struct RunEntry {
     pub id: String,
     /// The role its calls run as (the latest call's).
     pub role: String,
+    /// The workspace its calls work in (the latest call's; runs of different
+    /// workspaces are kept apart by their names).
+    pub workspace: String,
     /// Calls finished so far (this host's lifetime).
     pub calls: u64,
     /// Calls in flight now.
@@ -178,7 +181,7 @@ impl Observer {
     }
 
     /// A call started.
-    pub fn call_started(&self, call: &str, run: &str, role: &str, tool: &str) {
+    pub fn call_started(&self, call: &str, run: &str, role: &str, tool: &str, workspace: &str) {
         let became_busy = {
             let mut runs = self.runs_lock();
             // Idle runs beyond the newest MAX_IDLE_RUNS are forgotten, so clients that
@@ -196,6 +199,7 @@ impl Observer {
             let e = runs.entry(run.to_string()).or_insert_with(|| RunEntry {
                 id: run.to_string(),
                 role: role.to_string(),
+                workspace: workspace.to_string(),
                 calls: 0,
                 active: 0,
                 last_tool: String::new(),
@@ -205,6 +209,7 @@ impl Observer {
             static TOUCHED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
             e.touched = TOUCHED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             e.role = role.to_string();
+            workspace.clone_into(&mut e.workspace);
             e.last_tool = tool.to_string();
             e.last_ms = now_ms();
             e.active += 1;
@@ -305,9 +310,9 @@ mod tests {
     #[test]
     fn idle_runs_are_bounded_and_busy_ones_kept() {
         let o = Observer::default();
-        o.call_started("c0", "busy", "developer", "think");
+        o.call_started("c0", "busy", "developer", "think", "/w");
         for i in 0..(MAX_IDLE_RUNS + 50) {
-            o.call_started(&format!("c{i}"), &format!("r{i}"), "developer", "think");
+            o.call_started(&format!("c{i}"), &format!("r{i}"), "developer", "think", "/w");
             o.call_finished(&format!("c{i}"), &format!("r{i}"), "think", "ok", 1.0, &[]);
         }
         let runs = o.runs();
@@ -320,8 +325,8 @@ mod tests {
     fn runs_and_events_follow_calls() {
         let o = Observer::new();
         let mut ev = o.subscribe();
-        o.call_started("c1", "r", "recon", "read_file");
-        o.call_started("c2", "r", "recon", "list_dir");
+        o.call_started("c1", "r", "recon", "read_file", "/w");
+        o.call_started("c2", "r", "recon", "list_dir", "/w");
         // Two calls in flight, one run running.
         assert_eq!((o.runs()[0].active, o.active_runs()), (2, 1));
         o.call_finished("c1", "r", "read_file", "ok", 2.0, &[]);

@@ -254,7 +254,11 @@ impl AuditLog {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(err)?;
         }
-        let file = OpenOptions::new().create(true).append(true).open(path).map_err(err)?;
+        // It holds arguments and results (file contents among them): the operator's alone,
+        // like the tokens, whatever the umask says.
+        use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+        let file = OpenOptions::new().create(true).append(true).mode(0o600).open(path).map_err(err)?;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600)).map_err(err)?;
         let inner = Arc::new(AuditInner {
             path: path.to_path_buf(),
             file: Mutex::new(file),

@@ -373,6 +373,16 @@ fn the_http_gate_refuses_before_anything_runs() {
     // An oversize body: 413.
     let big = vec![b' '; 17 << 20];
     assert_eq!(raw(&addr, &post(&addr, Some(&agent), None), &big).0, 413);
+    // A body declared over the cap is refused from its header, before any of it comes.
+    let mut conn = TcpStream::connect(&addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let head = post(&addr, Some(&agent), None) + "Content-Length: 1000000000\r\n\r\n";
+    conn.write_all(head.as_bytes()).unwrap();
+    let mut first = [0u8; 12];
+    let started = std::time::Instant::now();
+    conn.read_exact(&mut first).unwrap();
+    assert_eq!(&first, b"HTTP/1.1 413", "refused from the header");
+    assert!(started.elapsed() < Duration::from_secs(3));
     // The controls: the server's own origin and a good token get an answer.
     let own = format!("http://{addr}");
     let (code, text) = raw(&addr, &post(&addr, Some(&agent), Some(&own)), init);
@@ -396,10 +406,40 @@ fn the_http_gate_refuses_before_anything_runs() {
     };
     assert_eq!(raw(&addr, &in_session(&other), note).0, 404);
     assert_eq!(raw(&addr, &in_session(&agent), note).0, 202);
+    // The owner ends its session: 200, which clients take without a warning.
+    let end = in_session(&agent).replacen("POST /mcp", "DELETE /mcp", 1);
+    assert_eq!(raw(&addr, &end, b"").0, 200);
     // Each refusal is on record.
     let access = std::fs::read_to_string(s.state.path().join("access.jsonl")).unwrap();
-    assert_eq!(access.lines().count(), 7, "{access}");
+    // 3 × 401, 3 × 403, 2 × 413 (every refusal, the body caps included), 1 × 404.
+    assert_eq!(access.lines().count(), 9, "{access}");
     assert!(access.lines().any(|l| l.contains("\"token\":\"op\"")));
+}
+
+#[test]
+fn shutdown_ends_event_streams_and_the_audit_log_is_the_operators_alone() {
+    let s = setup("");
+    // `localhost:PORT` names loopback.
+    let mut server = Server::start(s.cheng().args(["serve", "--http", "localhost:0"]));
+    assert!(server.addr.starts_with("127.0.0.1:"), "{}", server.addr);
+    let op = s.token(None, "op");
+    // An operator follows the event stream…
+    let mut events = TcpStream::connect(&server.addr).unwrap();
+    write!(events, "GET /api/events HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {op}\r\n\r\n", server.addr).unwrap();
+    let mut first = [0u8; 12];
+    events.read_exact(&mut first).unwrap();
+    assert_eq!(&first, b"HTTP/1.1 200");
+    // …and SIGTERM still stops the server at once (the drain does not wait for it).
+    let started = Instant::now();
+    let status = server.stop();
+    assert!(status.success(), "{status:?}");
+    assert!(started.elapsed() < Duration::from_secs(5), "shutdown took {:?}", started.elapsed());
+    // The audit log holds arguments and results: 0600.
+    let s2 = setup("");
+    let out = s2.cheng().args(["call", "read_file", r#"{"path":"inside.txt"}"#]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mode = std::fs::metadata(s2.state.path().join("audit.jsonl")).unwrap().permissions();
+    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o600);
 }
 
 #[test]

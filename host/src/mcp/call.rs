@@ -125,7 +125,8 @@ async fn approve(inner: &Inner, scope: &Arc<CallScope>, server: &Server, tool: &
         format!("{}: {tool} {}", server.id(), cheng_contract::text::cut_chars(&args, 80)),
         detail,
         String::new(),
-    );
+    )
+    .in_workspace(&scope.cx.workspace);
     let outcome = tokio::select! {
         o = inner.broker.request(card) => o,
         _ = scope.cx.cancel.cancelled() => {
@@ -141,6 +142,7 @@ async fn approve(inner: &Inner, scope: &Arc<CallScope>, server: &Server, tool: &
             let why = match d {
                 Decision::TimedOut => " (nobody answered in time)",
                 Decision::NoApprover => " (nobody could be asked)",
+                Decision::Withdrawn => " (the call ended before an answer)",
                 _ => "",
             };
             Err(scope.refuse(Denial::new(

@@ -129,7 +129,7 @@ impl Server {
                 let d = &p.definition;
                 ToolSpec {
                     name: name.clone(),
-                    description: d.get("description").and_then(|v| v.as_str()).unwrap_or_default().to_string(),
+                    description: capped_description(d.get("description").and_then(|v| v.as_str()).unwrap_or_default()),
                     input_schema: d.get("inputSchema").cloned().unwrap_or(serde_json::json!({"type": "object"})),
                     output_schema: output_schema(),
                     needs: Needs {
@@ -370,5 +370,22 @@ impl Server {
             lock(&self.withheld).clear();
         }
         Ok(Review { server: self.cfg.id.clone(), command: self.display(), diff, accepted: accept })
+    }
+}
+
+/// The longest description of a server's tool that reaches an agent, in characters:
+/// every description is read by every agent session, and a server's text is not the
+/// operator's (`cheng mcp diff` shows the cap).
+pub const MAX_DESCRIPTION_CHARS: usize = 2048;
+
+/// A server's description, cut to [`MAX_DESCRIPTION_CHARS`] with the cut said.
+pub fn capped_description(text: &str) -> String {
+    match text.chars().count() > MAX_DESCRIPTION_CHARS {
+        false => text.to_string(),
+        true => format!(
+            "{} [description cut at {MAX_DESCRIPTION_CHARS} of {} characters]",
+            cheng_contract::text::cut_chars(text, MAX_DESCRIPTION_CHARS),
+            text.chars().count()
+        ),
     }
 }

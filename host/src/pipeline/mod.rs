@@ -48,7 +48,7 @@ impl Host {
     pub async fn call_recorded(&self, cx: &Context, tool: &str, input: serde_json::Value) -> (ToolResult, CallRecord) {
         let scope = Arc::new(CallScope::new(cx, tool, input));
         let observer = &self.inner.observer;
-        observer.call_started(&scope.id, &cx.run, &cx.role, tool);
+        observer.call_started(&scope.id, &cx.run, &cx.role, tool, &cx.workspace.display().to_string());
         let work = async {
             match self.stages(&scope).await {
                 Ok(r) | Err(r) => r,

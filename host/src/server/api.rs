@@ -239,9 +239,15 @@ fn approval_events(ev: ApprovalEvent) -> Vec<Value> {
     }
 }
 
+/// The server's shutdown, for streams that must end with it (a graceful shutdown waits
+/// for every open response).
+#[derive(Clone)]
+pub(crate) struct ShuttingDown(pub tokio_util::sync::CancellationToken);
+
 async fn events(
     State(host): State<Host>,
     valid: Option<axum::Extension<super::http::StillValid>>,
+    shutting: Option<axum::Extension<ShuttingDown>>,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     use tokio_stream::wrappers::BroadcastStream;
     let approvals = BroadcastStream::new(host.approvals().subscribe())
@@ -252,11 +258,21 @@ async fn events(
         .map(|e| serde_json::to_value(e).unwrap_or_default());
     let merged = stream::select(approvals, calls).map(|v| Ok(SseEvent::default().data(v.to_string())));
     // The stream ends within seconds of its token being revoked.
+    // It also ends at once when the server shuts down.
     let revoked = async move {
-        match valid {
-            Some(axum::Extension(v)) => v.revoked(std::time::Duration::from_secs(5)).await,
-            None => std::future::pending().await,
-        }
+        let revoked = async move {
+            match valid {
+                Some(axum::Extension(v)) => v.revoked(std::time::Duration::from_secs(5)).await,
+                None => std::future::pending().await,
+            }
+        };
+        let down = async move {
+            match shutting {
+                Some(axum::Extension(s)) => s.0.cancelled_owned().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! { _ = revoked => {}, _ = down => {} }
     };
     Sse::new(merged.take_until(Box::pin(revoked))).keep_alive(KeepAlive::default())
 }

@@ -44,6 +44,7 @@ pub struct Gate {
     origins: Arc<Vec<String>>,
     access: PathBuf,
     sessions: Arc<std::sync::Mutex<SessionOwners>>,
+    max_body: usize,
 }
 
 /// Which token opened each MCP session, so a session id is of no use to another token.
@@ -91,6 +92,7 @@ impl Gate {
             origins: Arc::new(origins),
             access: state_dir.join("access.jsonl"),
             sessions: Arc::default(),
+            max_body: config.max_request_bytes,
         }
     }
 
@@ -126,17 +128,7 @@ impl Gate {
             "token": token,
         });
         tracing::info!(target: "cheng::denials", remote = %from, status = status.as_u16(), "{why}");
-        use std::io::Write as _;
-        use std::os::unix::fs::OpenOptionsExt as _;
-        let written = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .open(&self.access)
-            .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
-        if let Err(e) = written {
-            tracing::error!(target: "cheng::records", "cannot append to {}: {e}", self.access.display());
-        }
+        append_access(&self.access, &line);
         let mut resp = (status, format!("{why}\n")).into_response();
         if status == StatusCode::UNAUTHORIZED {
             resp.headers_mut()
@@ -213,6 +205,12 @@ async fn gate_fn(
             None,
         );
     }
+    // A body declared larger than the cap is refused from its header, not waited on.
+    let declared = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > gate.max_body as u64) {
+        let why = format!("the request body is over [serve] max_request_bytes ({} bytes)", gate.max_body);
+        return gate.refuse(StatusCode::PAYLOAD_TOO_LARGE, from, &req, &why, None);
+    }
     let needs = access(req.uri().path());
     if needs == Access::Public {
         return next.run(req).await;
@@ -277,10 +275,16 @@ async fn gate_fn(
         }
     }
     let name = who.name.clone();
+    let closing = req.method() == axum::http::Method::DELETE;
     req.extensions_mut().insert(Connection(from.to_string()));
     req.extensions_mut().insert(who);
     req.extensions_mut().insert(StillValid { tokens: gate.tokens.clone(), presented });
-    let resp = next.run(req).await;
+    let mut resp = next.run(req).await;
+    // Ending a session is done when answered: 200, which every client takes (some warn
+    // on the transport's 202).
+    if needs == Access::Agent && closing && resp.status() == StatusCode::ACCEPTED {
+        *resp.status_mut() = StatusCode::OK;
+    }
     if needs == Access::Agent
         && session.is_none()
         && let Some(sid) = resp.headers().get("mcp-session-id").and_then(|v| v.to_str().ok())
@@ -322,6 +326,7 @@ pub async fn serve(
     let service = StreamableHttpService::new(move || Ok(mcp.clone()), Arc::new(sessions), http_config);
     let app = super::api::routes(host)
         .nest_service("/mcp", service)
+        .layer(axum::Extension(super::api::ShuttingDown(shutdown.clone())))
         .layer(middleware::from_fn_with_state(gate, gate_fn))
         .layer(axum::middleware::map_response(|mut r: Response| async move {
             let h = r.headers_mut();
@@ -335,4 +340,29 @@ pub async fn serve(
         .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
         .await
         .map_err(ServeError::Io)
+}
+
+/// Append one refusal to an access log (`access.jsonl`, mode 0600), stamped with the
+/// time; a log that cannot be written is reported, never fatal to the refusal.
+pub(crate) fn append_access(path: &std::path::Path, line: &serde_json::Value) {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut line = line.clone();
+    if line.get("time_ms").is_none() {
+        line["time_ms"] = serde_json::json!(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0)
+        );
+    }
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
+    if let Err(e) = written {
+        tracing::error!(target: "cheng::records", "cannot append to {}: {e}", path.display());
+    }
 }

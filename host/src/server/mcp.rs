@@ -35,6 +35,7 @@
 #![allow(deprecated)]
 
 use std::collections::HashMap;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -190,7 +191,7 @@ impl ChengMcp {
             timeout_ms / 1000,
             self.inner.answer_hint.replace("{id}", &req.id)
         );
-        eprintln!("cheng: {message}");
+        let _ = writeln!(std::io::stderr(), "cheng: {message}");
         if let Some((token, n)) = progress {
             let _ = peer.notify_progress(ProgressNotificationParam::new(token.clone(), n).with_message(&message)).await;
         }

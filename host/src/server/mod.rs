@@ -33,6 +33,7 @@ pub(crate) mod api;
 pub mod approver;
 pub mod http;
 pub mod mcp;
+mod peer;
 pub mod socket;
 pub mod tokens;
 pub mod workspace;
@@ -88,6 +89,10 @@ pub async fn serve(
 ) -> Result<(), ServeError> {
     let config = host.config().serve.clone();
     let mut tasks = tokio::task::JoinSet::new();
+    // The tools are listed from their recorded descriptions at once; their code is
+    // compiled now, beside the first requests, so the first call of each does not wait.
+    let warm = host.clone();
+    tokio::task::spawn_blocking(move || tokio::runtime::Handle::current().block_on(warm.warm_up()));
     let mut hint = format!(
         "Answer it with `cheng --state-dir {dir} approve {{id}}` (or `decline {{id}}`) in a terminal",
         dir = opts.state_dir.display()
@@ -96,7 +101,9 @@ pub async fn serve(
     let mut listener = None;
     if let Some(addr) = opts.http {
         http::check_bind(addr, opts.allow_remote)?;
-        let l = tokio::net::TcpListener::bind(addr).await?;
+        let l = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
         let bound = l.local_addr()?;
         hint.push_str(&format!(", or in the console at http://{bound}/"));
         reach.push(format!("the console at http://{bound}/"));
@@ -176,6 +183,13 @@ pub async fn serve(
             shutdown.cancel();
             first_error.get_or_insert(e);
         }
+    }
+    // The calls in flight were cancelled with the sessions: each is given time to settle
+    // — its command stopped, its record written — before the process may exit, so a
+    // client that closes stdin mid-call loses no record.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while host.observer().active_runs() > 0 && std::time::Instant::now() < until {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     match first_error {
         Some(e) => Err(e),

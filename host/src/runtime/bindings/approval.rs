@@ -21,7 +21,8 @@ impl Host for ChengView<'_> {
             req.summary,
             req.detail,
             req.purpose,
-        );
+        )
+        .in_workspace(&scope.cx.workspace);
         let summary = card.summary.clone();
         let outcome = tokio::select! {
             o = caps.broker.request(card) => Some(o),

@@ -93,7 +93,7 @@ impl From<Decision> for WitDecision {
         match d {
             Decision::Approved | Decision::AutoApproved => WitDecision::Approved,
             Decision::TimedOut => WitDecision::TimedOut,
-            Decision::Declined | Decision::NoApprover => WitDecision::Declined,
+            Decision::Declined | Decision::NoApprover | Decision::Withdrawn => WitDecision::Declined,
         }
     }
 }

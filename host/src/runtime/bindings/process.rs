@@ -35,7 +35,8 @@ pub(super) async fn approve(
         return Ok(tier);
     }
     let scope = &caps.scope;
-    let card = approvals::ApprovalRequest::new(&scope.cx.run, &scope.cx.role, &scope.tool, summary, detail, purpose);
+    let card = approvals::ApprovalRequest::new(&scope.cx.run, &scope.cx.role, &scope.tool, summary, detail, purpose)
+        .in_workspace(&scope.cx.workspace);
     let broker = caps.broker.clone();
     let decision = tokio::select! {
         o = broker.request(card) => Some(o),
@@ -57,6 +58,7 @@ pub(super) async fn approve(
             let why = match d {
                 Decision::TimedOut => " (nobody answered in time)",
                 Decision::NoApprover => " (nobody could be asked)",
+                Decision::Withdrawn => " (the call ended before an answer)",
                 _ => "",
             };
             let denial = capability::approval(display, why);

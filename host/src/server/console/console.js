@@ -38,6 +38,8 @@ function showApproval(request, timeoutMs, waitedMs) {
   text(node.querySelector(".tool"), request.tool);
   text(node.querySelector(".role"), request.role);
   text(node.querySelector(".run"), request.run);
+  text(node.querySelector(".workspace"), request.workspace || "(not known)");
+  text(node.querySelector(".asked"), request.requested_at_ms ? new Date(request.requested_at_ms).toLocaleString() : "");
   const deadline = Date.now() + Math.max(0, timeoutMs - (waitedMs || 0));
   const left = node.querySelector(".left");
   text(left, secondsLeft(deadline));
@@ -88,6 +90,7 @@ async function loadRuns() {
       cell(tr, r.id);
       cell(tr, r.status, "status-" + (r.status === "idle" ? "ok" : "running"));
       cell(tr, r.role);
+      cell(tr, r.workspace || "");
       cell(tr, r.calls);
       cell(tr, r.activity || "");
       return tr;
