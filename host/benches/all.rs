@@ -1,8 +1,8 @@
 //! Every benchmark in one binary, so that building them links the host once rather than
 //! once per benchmark: `cargo bench --bench all -- <name> [--quick]`, where `<name>` is
-//! `calls`, `fs`, `process`, `git`, `serve`, `web` or `mcp`; with no name, all of them in
-//! that order. Each module's documentation says what it measures (BENCHMARKS.md has the
-//! figures).
+//! `calls`, `fs`, `process`, `git`, `serve`, `web`, `mcp`, `tokens` or `startup`; with no name, all
+//! of them in that order. Each module's documentation says what it measures (BENCHMARKS.md
+//! has the figures).
 
 mod calls;
 mod common;
@@ -11,9 +11,11 @@ mod git;
 mod mcp;
 mod process;
 mod serve;
+mod startup;
+mod tokens;
 mod web;
 
-const NAMES: &[&str] = &["calls", "fs", "process", "git", "serve", "web", "mcp"];
+const NAMES: &[&str] = &["calls", "fs", "process", "git", "serve", "web", "mcp", "tokens", "startup"];
 
 #[tokio::main]
 async fn main() {
@@ -32,7 +34,9 @@ async fn main() {
             "git" => git::main().await,
             "serve" => serve::main().await,
             "web" => web::main().await,
-            _ => mcp::main().await,
+            "mcp" => mcp::main().await,
+            "tokens" => tokens::main().await,
+            _ => startup::main().await,
         }
     }
 }
