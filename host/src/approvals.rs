@@ -75,6 +75,9 @@ pub struct ApprovalRequest {
     pub workspace: String,
     /// When it was asked, in milliseconds since the Unix epoch.
     pub requested_at_ms: u64,
+    /// Who asks: the caller as the host knows it (a token's name, the MCP client's name
+    /// and version); empty when not known.
+    pub asked_by: String,
 }
 
 impl ApprovalRequest {
@@ -100,12 +103,14 @@ impl ApprovalRequest {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_millis() as u64)
                 .unwrap_or(0),
+            asked_by: String::new(),
         }
     }
 
-    /// The workspace the asking call works in, shown on the card.
-    pub fn in_workspace(mut self, workspace: &std::path::Path) -> Self {
-        self.workspace = workspace.display().to_string();
+    /// The asking call's workspace and caller, shown on the card.
+    pub fn of_call(mut self, cx: &crate::Context) -> Self {
+        self.workspace = cx.workspace.display().to_string();
+        self.asked_by = cx.caller.clone();
         self
     }
 
@@ -121,7 +126,7 @@ impl ApprovalRequest {
         self.summary = summary;
         self.detail = escape_line(&cut_chars(&self.detail, DETAIL_CHARS));
         self.purpose = escape_line(&cut_chars(&self.purpose, PURPOSE_CHARS));
-        for f in [&mut self.run, &mut self.role, &mut self.tool, &mut self.workspace] {
+        for f in [&mut self.run, &mut self.role, &mut self.tool, &mut self.workspace, &mut self.asked_by] {
             *f = escape_line(f);
         }
         self
@@ -553,6 +558,7 @@ mod tests {
             purpose: "look".into(),
             workspace: "/w".into(),
             requested_at_ms: 0,
+            asked_by: "token \"t\"".into(),
         }
     }
 

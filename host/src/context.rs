@@ -20,6 +20,9 @@ pub struct Context {
     pub run: String,
     /// Cancel the call by cancelling this token (or by dropping the call's future).
     pub cancel: CancellationToken,
+    /// Who is calling, in words for a person answering its approvals (a token's name,
+    /// the MCP client's name and version); empty when the embedder says nothing.
+    pub caller: String,
 }
 
 impl Context {
@@ -30,7 +33,14 @@ impl Context {
             role: policy::DEFAULT_ROLE.to_string(),
             run: new_id(),
             cancel: CancellationToken::new(),
+            caller: String::new(),
         }
+    }
+
+    /// Say who is calling (shown on approval cards).
+    pub fn caller(mut self, caller: impl Into<String>) -> Self {
+        self.caller = caller.into();
+        self
     }
 
     /// Set the role.

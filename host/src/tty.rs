@@ -59,8 +59,8 @@ impl Approver for TtyApprover {
     fn decide<'a>(&'a self, req: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
         let tty = self.tty.clone();
         let card = format!(
-            "\n── approval requested ── tool {} · role {} · run {}\n  summary: {}\n  detail:  {}\n  purpose: {}\n  workspace: {}\nApprove? [y/N] ",
-            req.tool, req.role, req.run, req.summary, req.detail, req.purpose, req.workspace,
+            "\n── approval requested ── tool {} · role {} · run {}\n  summary: {}\n  detail:  {}\n  purpose: {}\n  workspace: {}\n  asked by: {}\nApprove? [y/N] ",
+            req.tool, req.role, req.run, req.summary, req.detail, req.purpose, req.workspace, req.asked_by,
         );
         Box::pin(async move {
             let answer = tokio::task::spawn_blocking(move || {

@@ -101,6 +101,12 @@ async fn no_command_or_server_the_host_starts_can_answer_an_approval() {
     // The agent's own command, waiting for a person.
     let waiting = ask("workspace_shell", json!({"command": "touch", "args": ["pwned"]}));
     card(state.path(), "touch").await;
+    // The card says who asks and where.
+    let shown = pending(state.path())[0]["request"].clone();
+    let ws_name = ws.path().file_name().unwrap().to_string_lossy().to_string();
+    assert!(shown["workspace"].as_str().unwrap().ends_with(&ws_name), "{shown}");
+    assert!(shown["asked_by"].as_str().unwrap().starts_with("the stdio client via "), "{shown}");
+    assert!(shown["requested_at_ms"].as_u64().unwrap() > 0, "{shown}");
     let refused = |who: &str, seen: &Value| {
         assert_eq!(seen["sockets"], 1, "{who}: {seen}");
         assert_eq!((seen["listed"].as_u64(), seen["applied"].as_u64()), (Some(0), Some(0)), "{who}: {seen}");

@@ -406,6 +406,10 @@ fn the_http_gate_refuses_before_anything_runs() {
     };
     assert_eq!(raw(&addr, &in_session(&other), note).0, 404);
     assert_eq!(raw(&addr, &in_session(&agent), note).0, 202);
+    // A body that is not JSON-RPC: a JSON-RPC parse error.
+    let (code, text) = raw(&addr, &in_session(&agent), b"not json{");
+    assert_eq!(code, 400, "{text}");
+    assert!(text.contains("-32700"), "{text}");
     // The owner ends its session: 200, which clients take without a warning.
     let end = in_session(&agent).replacen("POST /mcp", "DELETE /mcp", 1);
     assert_eq!(raw(&addr, &end, b"").0, 200);

@@ -126,7 +126,7 @@ async fn approve(inner: &Inner, scope: &Arc<CallScope>, server: &Server, tool: &
         detail,
         String::new(),
     )
-    .in_workspace(&scope.cx.workspace);
+    .of_call(&scope.cx);
     let outcome = tokio::select! {
         o = inner.broker.request(card) => o,
         _ = scope.cx.cancel.cancelled() => {

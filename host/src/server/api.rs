@@ -133,13 +133,42 @@ async fn run(State(host): State<Host>, Path(id): Path<String>) -> Response {
     Json(doc).into_response()
 }
 
-/// A record as lists show it (the result itself left out).
+/// A record as lists show it (the result itself left out). Its preview and denials hold
+/// text a model or a server chose (a refused path, a tool name): shown escaped, one line
+/// each, like every card.
 fn summary(r: &crate::CallRecord) -> Value {
     json!({
-        "id": r.id, "run": r.run, "role": r.role, "tool": r.tool, "status": r.status, "preview": r.preview,
+        "id": r.id, "run": r.run, "role": r.role, "tool": r.tool, "status": r.status,
+        "preview": shown(json!(r.preview)),
         "duration_ms": r.duration_ms, "started_at_ms": r.started_at_ms, "error_kind": r.error_kind,
-        "approvals": r.approvals, "denials": r.denials,
+        "approvals": r.approvals, "denials": shown(json!(r.denials)),
     })
+}
+
+/// `v` with every string in it escaped to one visible line (control, bidirectional and
+/// invisible characters written as `\u{…}`).
+fn shown(v: Value) -> Value {
+    match v {
+        Value::String(s) => Value::String(cheng_contract::text::escape_line(&s)),
+        Value::Array(a) => Value::Array(a.into_iter().map(shown).collect()),
+        Value::Object(o) => Value::Object(o.into_iter().map(|(k, v)| (k, shown(v))).collect()),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_text_in_a_record_is_shown_escaped() {
+        let denials = json!([{"right": "fs_read", "target": "notes\u{202e}txt.exe\u{1b}[2J"}]);
+        let out = shown(denials);
+        let target = out[0]["target"].as_str().unwrap();
+        assert!(!target.chars().any(cheng_contract::text::is_hidden_char), "{target:?}");
+        assert!(target.contains("\\u{202e}") && target.contains("\\u{1b}"), "{target}");
+        assert_eq!(out[0]["right"], "fs_read");
+    }
 }
 
 async fn approvals(State(host): State<Host>) -> Json<Value> {

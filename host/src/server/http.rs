@@ -276,6 +276,11 @@ async fn gate_fn(
     }
     let name = who.name.clone();
     let closing = req.method() == axum::http::Method::DELETE;
+    let says_json = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/json"));
     req.extensions_mut().insert(Connection(from.to_string()));
     req.extensions_mut().insert(who);
     req.extensions_mut().insert(StillValid { tokens: gate.tokens.clone(), presented });
@@ -284,6 +289,13 @@ async fn gate_fn(
     // on the transport's 202).
     if needs == Access::Agent && closing && resp.status() == StatusCode::ACCEPTED {
         *resp.status_mut() = StatusCode::OK;
+    }
+    // A JSON body that is not JSON-RPC is a JSON-RPC parse error (what clients read),
+    // not "unsupported media type" (the transport's answer).
+    if needs == Access::Agent && says_json && resp.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": null,
+            "error": {"code": -32700, "message": "Parse error: the body is not a JSON-RPC message"}});
+        return (StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
     }
     if needs == Access::Agent
         && session.is_none()

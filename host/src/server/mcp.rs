@@ -410,7 +410,14 @@ impl ServerHandler for ChengMcp {
             return Ok(busy("the host").into());
         };
         let role = p.role.clone().unwrap_or_default();
-        let cx_call = Context::new(&workspace).role(role).run(run.clone()).cancel_with(cx.ct.child_token());
+        // Who asks, for the person answering its approvals: the token and the client.
+        let client = cx.client_info().map(|i| format!(" via {} {}", i.name, i.version)).unwrap_or_default();
+        let caller = match &self.inner.stdio {
+            Some(_) => format!("the stdio client{client}"),
+            None => format!("token \"{}\"{client}", p.name),
+        };
+        let cx_call =
+            Context::new(&workspace).role(role).run(run.clone()).cancel_with(cx.ct.child_token()).caller(caller);
         // Approvals may be sent to this client while the call runs.
         let _peer = self.inner.approver.as_ref().map(|a| a.attach(&run, &cx));
         // Subscribed before the call starts, so no request of this run is missed.

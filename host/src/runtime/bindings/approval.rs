@@ -22,7 +22,7 @@ impl Host for ChengView<'_> {
             req.detail,
             req.purpose,
         )
-        .in_workspace(&scope.cx.workspace);
+        .of_call(&scope.cx);
         let summary = card.summary.clone();
         let outcome = tokio::select! {
             o = caps.broker.request(card) => Some(o),

@@ -36,7 +36,7 @@ pub(super) async fn approve(
     }
     let scope = &caps.scope;
     let card = approvals::ApprovalRequest::new(&scope.cx.run, &scope.cx.role, &scope.tool, summary, detail, purpose)
-        .in_workspace(&scope.cx.workspace);
+        .of_call(&scope.cx);
     let broker = caps.broker.clone();
     let decision = tokio::select! {
         o = broker.request(card) => Some(o),

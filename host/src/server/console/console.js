@@ -39,6 +39,7 @@ function showApproval(request, timeoutMs, waitedMs) {
   text(node.querySelector(".role"), request.role);
   text(node.querySelector(".run"), request.run);
   text(node.querySelector(".workspace"), request.workspace || "(not known)");
+  text(node.querySelector(".asked-by"), request.asked_by || "(not known)");
   text(node.querySelector(".asked"), request.requested_at_ms ? new Date(request.requested_at_ms).toLocaleString() : "");
   const deadline = Date.now() + Math.max(0, timeoutMs - (waitedMs || 0));
   const left = node.querySelector(".left");
