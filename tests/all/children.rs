@@ -12,6 +12,7 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
+use crate::mcp::{text_of, toml_str};
 use crate::util;
 
 const ESCAPE: &str = include_str!("../fixtures/mcp/escape.py");
@@ -21,10 +22,6 @@ const ESCAPE: &str = include_str!("../fixtures/mcp/escape.py");
 fn system_python() -> Option<PathBuf> {
     let p = PathBuf::from("/usr/bin/python3");
     util::require("/usr/bin/python3", p.is_file()).then_some(p)
-}
-
-fn toml_str(p: &Path) -> String {
-    format!("{:?}", p.display().to_string())
 }
 
 /// The config: python3 allowed unasked, the hostile MCP server, a role holding both.
@@ -51,11 +48,6 @@ fn printed(text: &str) -> Value {
 fn outside(python: &Path, args: &[&str]) -> Value {
     let out = std::process::Command::new(python).arg("-c").arg(ESCAPE).args(args).output().unwrap();
     printed(&String::from_utf8_lossy(&out.stdout))
-}
-
-/// The text of an MCP server tool's result.
-fn text_of(out: &Value) -> String {
-    out["content"].as_array().into_iter().flatten().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n")
 }
 
 /// What `cheng approvals` (run by the test: a person's process) lists as pending.
@@ -160,13 +152,13 @@ async fn serve_with_marker(
     state: &Path,
     auto_approve: bool,
 ) -> (rmcp::service::RunningService<RoleClient, ()>, tokio::process::Child) {
-    let config = state.join("cheng.toml");
-    std::fs::write(&config, config_text(python, server_python)).unwrap();
+    let config_file = state.join("cheng.toml");
+    std::fs::write(&config_file, config(python, server_python)).unwrap();
     let shared = util::shared_state().join("cache");
     std::fs::create_dir_all(&shared).unwrap();
     std::os::unix::fs::symlink(&shared, state.join("cache")).unwrap();
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_cheng"));
-    cmd.arg("--state-dir").arg(state).arg("--workspace").arg(ws).arg("--config").arg(&config);
+    cmd.arg("--state-dir").arg(state).arg("--workspace").arg(ws).arg("--config").arg(&config_file);
     cmd.args(["--role", "agent", "--run", marker, "serve"]);
     cmd.env("CHENG_TEST_SECRET", marker).env("CHENG_AUTO_APPROVE", auto_approve.to_string()).env("CHENG_LOG", "error");
     cmd.env("XDG_CONFIG_HOME", state.join("no-config"));
@@ -175,10 +167,6 @@ async fn serve_with_marker(
     let (stdout, stdin) = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
     let client = ().serve((stdout, stdin)).await.unwrap();
     (client, child)
-}
-
-fn config_text(python: &Path, server_python: &Path) -> String {
-    config(python, server_python)
 }
 
 /// A tool's result: its structured content (a built-in's) with `text`, every text block

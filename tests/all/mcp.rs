@@ -16,7 +16,7 @@ fn npm_server(name: &str) -> PathBuf {
     util::target_dir().join(format!("test-runners/node_modules/@modelcontextprotocol/{name}/dist/index.js"))
 }
 
-fn toml_str(p: &Path) -> String {
+pub(crate) fn toml_str(p: &Path) -> String {
     serde_json::to_string(&p.display().to_string()).unwrap()
 }
 
@@ -39,7 +39,7 @@ async fn host_in(config: &str, state: &Path) -> Host {
 }
 
 /// The text of a server tool's result.
-fn text_of(out: &Value) -> String {
+pub(crate) fn text_of(out: &Value) -> String {
     out["content"].as_array().into_iter().flatten().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n")
 }
 

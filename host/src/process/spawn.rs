@@ -217,7 +217,12 @@ struct Prepared {
     devnull: std::fs::File,
 }
 
-fn prepare(spec: &ChildSpec<'_>) -> io::Result<Prepared> {
+/// A pipe: (read end, write end).
+type Pipe = (OwnedFd, OwnedFd);
+
+/// What both paths build first: the exec's strings, and the stdout, stderr and failure
+/// pipes.
+fn prepare(spec: &ChildSpec<'_>) -> io::Result<(Prepared, Pipe, Pipe, Pipe)> {
     let program = cstring(spec.program.as_os_str().as_bytes())?;
     let argv_c: Vec<CString> = spec.argv.iter().map(|a| cstring(a.as_bytes())).collect::<io::Result<_>>()?;
     let env_c: Vec<CString> =
@@ -227,7 +232,7 @@ fn prepare(spec: &ChildSpec<'_>) -> io::Result<Prepared> {
     let mut envp: Vec<*const libc::c_char> = env_c.iter().map(|c| c.as_ptr()).collect();
     envp.push(std::ptr::null());
     let devnull = std::fs::File::open("/dev/null")?;
-    Ok(Prepared { program, _argv: argv_c, _env: env_c, argv, envp, devnull })
+    Ok((Prepared { program, _argv: argv_c, _env: env_c, argv, envp, devnull }, pipe()?, pipe()?, pipe()?))
 }
 
 fn lo_up() -> IfReq {
@@ -296,10 +301,7 @@ fn block_reap(pidfd: &OwnedFd) {
 
 /// The direct path: one vfork-style child that sets itself up and execs.
 fn spawn_direct(spec: &ChildSpec<'_>) -> io::Result<Child> {
-    let p = prepare(spec)?;
-    let (out_r, out_w) = pipe()?;
-    let (err_r, err_w) = pipe()?;
-    let (fail_r, fail_w) = pipe()?;
+    let (p, (out_r, out_w), (err_r, err_w), (fail_r, fail_w)) = prepare(spec)?;
     let ifreq = lo_up();
     let mut data = ChildData {
         stdin: spec.stdin.unwrap_or(p.devnull.as_raw_fd()),
@@ -337,10 +339,7 @@ fn spawn_direct(spec: &ChildSpec<'_>) -> io::Result<Child> {
 
 /// The isolated path: an init in namespaces of its own, which starts the command.
 fn spawn_isolated(spec: &ChildSpec<'_>) -> io::Result<Child> {
-    let p = prepare(spec)?;
-    let (out_r, out_w) = pipe()?;
-    let (err_r, err_w) = pipe()?;
-    let (fail_r, fail_w) = pipe()?;
+    let (p, (out_r, out_w), (err_r, err_w), (fail_r, fail_w)) = prepare(spec)?;
     // SAFETY: geteuid and getegid cannot fail.
     let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
     let mut shared = Box::new(Shared {
