@@ -6,7 +6,8 @@
 //! it to a client holding the `developer` role, against the reference server,
 //! `@modelcontextprotocol/server-filesystem` (14 tools), asked the same way in the same
 //! run. It prints a table per server (each tool's tokens, split by field), the per-tool
-//! averages and their ratio, and the same for name + description + `inputSchema` alone
+//! averages and their ratio (each server's `instructions`, sent once per session, shared
+//! out over its tools), and the same for name + description + `inputSchema` alone
 //! (what many clients pass to the model). Goal: Cheng's per-tool average at most 1.5×
 //! server-filesystem's.
 //!
@@ -45,8 +46,9 @@ fn cheng(state: &Path, ws: &Path) -> tokio::process::Command {
     c
 }
 
-/// Each tool of the server's `tools/list` (every page), as the JSON text it sent.
-async fn list_tools(mut cmd: tokio::process::Command) -> Vec<String> {
+/// Each tool of the server's `tools/list` (every page), as the JSON text it sent, and
+/// the `instructions` of its `initialize` answer (sent once per session), if any.
+async fn list_tools(mut cmd: tokio::process::Command) -> (Vec<String>, Option<String>) {
     let mut child =
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).kill_on_drop(true).spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
@@ -74,7 +76,8 @@ async fn list_tools(mut cmd: tokio::process::Command) -> Vec<String> {
     send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "cheng-bench", "version": "0"}}}))
     .await;
-    answer(0).await;
+    let init = answer(0).await;
+    let instructions = field(&init, "result").and_then(|r| field(r, "instructions")).map(str::to_string);
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
     let mut tools = Vec::new();
     let mut cursor: Option<Value> = None;
@@ -91,7 +94,7 @@ async fn list_tools(mut cmd: tokio::process::Command) -> Vec<String> {
         }
     }
     drop(child);
-    tools
+    (tools, instructions)
 }
 
 /// The value of `key` in the JSON object `text`, as the text it was sent as.
@@ -211,9 +214,10 @@ fn row(bpe: &CoreBPE, tool: &str) -> Row {
     }
 }
 
-/// Prints the table and returns the per-tool averages of the whole definition and of
+/// Prints the table and returns the per-tool averages of the whole definition (the
+/// server's instructions, `instructions` tokens, shared out over its tools) and of
 /// name + description + `inputSchema`.
-fn table(server: &str, rows: &[Row]) -> (f64, f64) {
+fn table(server: &str, rows: &[Row], instructions: usize) -> (f64, f64) {
     println!("{server}: {} tools", rows.len());
     println!(
         "  {:<28} {:>6} {:>12} {:>12} {:>13} {:>6} {:>16}",
@@ -240,7 +244,9 @@ fn table(server: &str, rows: &[Row]) -> (f64, f64) {
         avg(|r| r.output),
         avg(|r| r.core)
     );
-    (avg(|r| r.total), avg(|r| r.core))
+    let whole = (sum(|r| r.total) + instructions) as f64 / n;
+    println!("  instructions: {instructions} tokens once per session; per tool with them shared out: {whole:.0}");
+    (whole, avg(|r| r.core))
 }
 
 /// The benchmark (`cargo bench --bench all -- tokens`).
@@ -248,8 +254,10 @@ pub async fn main() {
     let bpe = tiktoken_rs::o200k_base().expect("the o200k_base encoding loads");
     let state = tempfile::tempdir().unwrap();
     let ws = tempfile::tempdir().unwrap();
-    let ours: Vec<Row> = list_tools(cheng(state.path(), ws.path())).await.iter().map(|t| row(&bpe, t)).collect();
-    let (ours_all, ours_core) = table("cheng serve, role developer", &ours);
+    let instructions = |i: Option<String>| i.map_or(0, |i| bpe.encode_ordinary(&i).len());
+    let (tools, said) = list_tools(cheng(state.path(), ws.path())).await;
+    let ours: Vec<Row> = tools.iter().map(|t| row(&bpe, t)).collect();
+    let (ours_all, ours_core) = table("cheng serve, role developer", &ours, instructions(said));
 
     let reference =
         repo().join("target/bench-peers/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
@@ -259,8 +267,9 @@ pub async fn main() {
     }
     let mut node = tokio::process::Command::new("node");
     node.arg(&reference).arg(ws.path());
-    let theirs: Vec<Row> = list_tools(node).await.iter().map(|t| row(&bpe, t)).collect();
-    let (theirs_all, theirs_core) = table("server-filesystem", &theirs);
+    let (tools, said) = list_tools(node).await;
+    let theirs: Vec<Row> = tools.iter().map(|t| row(&bpe, t)).collect();
+    let (theirs_all, theirs_core) = table("server-filesystem", &theirs, instructions(said));
     let ratio = ours_all / theirs_all;
     println!(
         "per tool, whole definition: cheng {ours_all:.0}, server-filesystem {theirs_all:.0} tokens: {ratio:.2}x (goal <= \

@@ -38,6 +38,8 @@ pub struct ToolInfo {
     pub output_schema: serde_json::Value,
     /// Declared needs.
     pub needs: Needs,
+    /// One of the host's own tools (a built-in component's, under its own name).
+    pub builtin: bool,
 }
 
 /// The tool host. Cheap to clone; serves many workspaces and concurrent calls.
@@ -155,6 +157,8 @@ impl Host {
                     input_schema: s.input_schema.clone(),
                     output_schema: s.output_schema.clone(),
                     needs: s.needs.clone(),
+                    builtin: matches!(&e.source, crate::registry::Source::Component(c, _)
+                        if e.name == s.name && crate::builtin::BUILTINS.iter().any(|(f, ..)| *f == c.name)),
                 }
             })
             .collect()

@@ -74,7 +74,8 @@
 //! - [`records`]: call records and the audit log.
 //! - [`guard`]: the workspace path guard.
 //! - [`runtime`]: engine, component cache, per-call stores and limits, WIT bindings.
-//! - [`registry`]: tools by name; [`inspect()`] looks into a component file.
+//! - [`registry`]: tools by name; [`inspect()`] looks into a component file;
+//!   [`schema`]: tool schemas in the forms clients and models read them.
 //! - [`mcp`]: external MCP servers as tool sources, confined, their definitions pinned.
 //! - [`runstate`]: per-run data for components; [`atomic`]: the host's file writes.
 //! - [`server`]: `cheng serve` — MCP over stdio and streamable HTTP, tokens, the
@@ -103,6 +104,7 @@ pub mod records;
 pub mod registry;
 pub mod runstate;
 pub mod runtime;
+pub mod schema;
 pub mod server;
 #[doc(hidden)]
 pub mod testing;

@@ -202,9 +202,10 @@ fn each_role_sees_its_tools_in_every_revision_and_transport() {
         assert!(!tools.contains(&"evil__probe"));
         // Annotations from the grants; schemas without engine-injected fields.
         let a = &doc["annotations"];
+        // A hint at the specification's default is left out (destructive: true).
         assert_eq!(a["read_file"]["read_only"], true);
-        assert_eq!(a["write_file"]["destructive"], true);
-        assert_eq!(a["workspace_shell"]["destructive"], true);
+        assert_eq!(a["write_file"]["read_only"], false);
+        assert!(a["write_file"]["destructive"].is_null() && a["workspace_shell"]["destructive"].is_null(), "{a}");
         assert_eq!(a["read_file"]["title"], "Read file");
         assert_eq!(a["read_file"]["has_output_schema"], true);
         let shell_props = a["workspace_shell"]["input_properties"].to_string();

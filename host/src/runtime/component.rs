@@ -43,82 +43,13 @@ impl ToolSpec {
             return Err(format!("tool name \"{}\" is not of the form [a-zA-Z0-9_-]{{1,64}}", spec.name));
         }
         Ok(ToolSpec {
-            input_schema: portable(parse("input", &spec.input_schema)?),
-            output_schema: portable(parse("output", &spec.output_schema)?),
+            input_schema: crate::schema::portable(parse("input", &spec.input_schema)?),
+            output_schema: crate::schema::portable(parse("output", &spec.output_schema)?),
             needs: Needs { fs: spec.needs.fs.into(), spawn: spec.needs.spawn, network: spec.needs.network },
             name: spec.name,
             description: spec.description,
         })
     }
-}
-
-/// The formats JSON Schema draft 2020-12 defines. A component built with an older SDK
-/// may declare others (schemars' `uint64`, `int32`, `double`…): clients' validators warn
-/// on each, every time they list the tools, and check nothing more for it.
-const STANDARD_FORMATS: &[&str] = &[
-    "date-time",
-    "date",
-    "time",
-    "duration",
-    "email",
-    "idn-email",
-    "hostname",
-    "idn-hostname",
-    "ipv4",
-    "ipv6",
-    "uri",
-    "uri-reference",
-    "iri",
-    "iri-reference",
-    "uuid",
-    "uri-template",
-    "json-pointer",
-    "relative-json-pointer",
-    "regex",
-];
-
-/// `schema` in the form every client accepts, at any depth: every non-standard `format`
-/// removed (an unsigned one keeps its bound as `minimum: 0`), and a list of types
-/// (`["string", "null"]`) as `anyOf` branches of one type each.
-fn portable(mut schema: serde_json::Value) -> serde_json::Value {
-    fn walk(v: &mut serde_json::Value) {
-        match v {
-            serde_json::Value::Object(map) => {
-                if let Some(f) = map.get("format").and_then(|f| f.as_str()).map(str::to_string)
-                    && !STANDARD_FORMATS.contains(&f.as_str())
-                {
-                    map.remove("format");
-                    if f.starts_with("uint") && !map.contains_key("minimum") {
-                        map.insert("minimum".into(), 0.into());
-                    }
-                }
-                // A nullable field as `"type": ["string", "null"]` is legal, but clients
-                // that map schemas onto a one-type dialect reject it (the Inspector's
-                // --strict warns on each): the same contract as one type per branch.
-                if let Some(types) = map.get("type").and_then(|t| t.as_array()).cloned() {
-                    map.remove("type");
-                    let branches: Vec<serde_json::Value> =
-                        types.into_iter().map(|t| serde_json::json!({ "type": t })).collect();
-                    let any = serde_json::Value::Array(branches);
-                    if map.contains_key("anyOf") {
-                        let all = map.entry("allOf").or_insert_with(|| serde_json::Value::Array(Vec::new()));
-                        if let Some(list) = all.as_array_mut() {
-                            list.push(serde_json::json!({ "anyOf": any }));
-                        }
-                    } else {
-                        map.insert("anyOf".into(), any);
-                    }
-                }
-                // `properties` and `$defs` map names to schemas; a property may be
-                // called "format" itself, and is walked as a schema, never removed.
-                map.values_mut().for_each(walk);
-            }
-            serde_json::Value::Array(items) => items.iter_mut().for_each(walk),
-            _ => {}
-        }
-    }
-    walk(&mut schema);
-    schema
 }
 
 /// Where a component's bytes come from.
@@ -206,8 +137,8 @@ impl LoadedComponent {
         if let Some(mut tools) = cached {
             // A description cached by an older host is made portable as a fresh one is.
             for t in &mut tools {
-                t.input_schema = portable(std::mem::take(&mut t.input_schema));
-                t.output_schema = portable(std::mem::take(&mut t.output_schema));
+                t.input_schema = crate::schema::portable(std::mem::take(&mut t.input_schema));
+                t.output_schema = crate::schema::portable(std::mem::take(&mut t.output_schema));
             }
             return Ok(LoadedComponent { reach: reach_of(&tools), tools, ..me });
         }
@@ -245,33 +176,5 @@ impl LoadedComponent {
                 ToolPre::new(instance_pre).map_err(err)
             })
             .await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::portable;
-    use serde_json::json;
-
-    #[test]
-    fn only_portable_are_declared() {
-        let s = json!({"type": "object", "properties": {
-            "n": {"type": "integer", "format": "uint64", "minimum": 0},
-            "i": {"type": "integer", "format": "int32"},
-            "u": {"type": "integer", "format": "uint"},
-            "when": {"type": "string", "format": "date-time"},
-            "format": {"type": "string", "format": "double"},
-            "list": {"type": "array", "items": {"type": "number", "format": "double"}},
-            "maybe": {"type": ["string", "null"], "description": "d"}
-        }});
-        let out = portable(s);
-        let p = &out["properties"];
-        assert_eq!(p["n"], json!({"type": "integer", "minimum": 0}));
-        assert_eq!(p["i"], json!({"type": "integer"}));
-        assert_eq!(p["u"], json!({"type": "integer", "minimum": 0}));
-        assert_eq!(p["when"]["format"], "date-time");
-        assert_eq!(p["format"], json!({"type": "string"}));
-        assert_eq!(p["list"]["items"], json!({"type": "number"}));
-        assert_eq!(p["maybe"], json!({"anyOf": [{"type": "string"}, {"type": "null"}], "description": "d"}));
     }
 }

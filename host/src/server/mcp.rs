@@ -257,16 +257,20 @@ impl ChengMcp {
             .clone()
     }
 
+    /// A tool as listed: its schemas in the listed form ([`crate::schema::listed`]), and
+    /// hints from its grants, each only where it differs from the specification's default
+    /// (not read-only, destructive, open world) — `readOnlyHint` always.
     fn tool(&self, t: &ToolInfo) -> Tool {
-        let schema = |v: &serde_json::Value| Arc::new(v.as_object().cloned().unwrap_or_default());
+        use crate::schema::{Side, listed};
+        let schema = |v: serde_json::Value| Arc::new(v.as_object().cloned().unwrap_or_default());
         let writes = t.needs.fs == FsAccess::Write;
-        let annotations = ToolAnnotations::new()
-            .read_only(!writes && !t.needs.spawn)
-            .destructive(writes || t.needs.spawn)
-            .open_world(!t.needs.network.is_empty());
-        Tool::new(t.name.clone(), t.description.clone(), schema(&t.input_schema))
+        let mut annotations = ToolAnnotations::new().read_only(!writes && !t.needs.spawn);
+        if t.needs.network.is_empty() {
+            annotations = annotations.open_world(false);
+        }
+        Tool::new(t.name.clone(), t.description.clone(), schema(listed(&t.input_schema, Side::Input, t.builtin)))
             .with_title(title(&t.name))
-            .with_raw_output_schema(schema(&t.output_schema))
+            .with_raw_output_schema(schema(listed(&t.output_schema, Side::Output, t.builtin)))
             .with_annotations(annotations)
     }
 }
@@ -349,10 +353,7 @@ impl ServerHandler for ChengMcp {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_logging().enable_tools().build())
             .with_server_info(Implementation::new("cheng", env!("CARGO_PKG_VERSION")).with_title("Cheng"))
-            .with_instructions(
-                "Cheng runs each tool as a sandboxed WebAssembly component in the workspace. Commands may ask a person \
-                 first; a declined command must not be retried.",
-            )
+            .with_instructions(crate::schema::GLOSSARY)
     }
 
     async fn set_level(&self, request: SetLevelRequestParams, cx: RequestContext<RoleServer>) -> Result<(), ErrorData> {
@@ -456,10 +457,13 @@ impl ServerHandler for ChengMcp {
                 }
             }
         };
-        let text = result.output.to_string();
+        // What does not apply is left out, as the listed output schemas say.
+        let mut output = result.output;
+        crate::schema::strip_nulls(&mut output);
+        let text = output.to_string();
         let out = if result.status == Status::Ok {
             let mut out = CallToolResult::success(vec![ContentBlock::text(text)]);
-            out.structured_content = Some(result.output);
+            out.structured_content = Some(output);
             out
         } else {
             CallToolResult::error(vec![ContentBlock::text(text)])

@@ -13,8 +13,8 @@ pub struct ApplyPatch;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// A unified diff: for each file a "--- old" / "+++ new" header (a/ and b/ prefixes and "diff --git"
-    /// lines accepted; /dev/null for added or deleted files) followed by "@@" hunks.
+    // A unified diff: for each file a "--- old" / "+++ new" header (a/ and b/ prefixes and "diff --git"
+    // lines accepted; /dev/null for added or deleted files) followed by "@@" hunks.
     patch: String,
 }
 
@@ -41,11 +41,11 @@ pub struct FileOut {
 
 #[derive(Serialize, JsonSchema)]
 pub struct Output {
-    /// True when every file was patched.
+    // True when every file was patched.
     success: bool,
-    /// One sentence on what changed.
+    // One sentence on what changed.
     summary: String,
-    /// One entry per file, in patch order.
+    // One entry per file, in patch order.
     files: Vec<FileOut>,
 }
 
@@ -220,10 +220,8 @@ enum Change {
 
 impl Tool for ApplyPatch {
     const NAME: &'static str = "apply_patch";
-    const DESCRIPTION: &'static str = "Apply a unified diff to workspace files: several files at once, new files \
-        (--- /dev/null) and deleted files (+++ /dev/null) included; git-style a/ b/ prefixes accepted. All or \
-        nothing: if any hunk does not apply, no file is changed and the error names the file and hunk. Each \
-        write is atomic.";
+    const DESCRIPTION: &'static str = "Apply a unified diff (git-style headers and renames accepted) to one or more \
+        files, all or nothing: if any hunk fails, no file changes.";
     const NEEDS: Needs = Needs::WRITE;
     type Input = Input;
     type Output = Output;

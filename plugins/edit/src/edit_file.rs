@@ -12,28 +12,22 @@ pub struct EditFile;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// File to edit, relative to the workspace root.
     path: String,
-    /// The exact text to replace (whitespace and line endings included).
     old_text: String,
-    /// The replacement.
     new_text: String,
-    /// Replace every occurrence (default false: exactly one must exist).
     #[serde(default)]
     replace_all: bool,
 }
 
 #[derive(Serialize, JsonSchema)]
 pub struct Output {
-    /// True when the file was changed.
+    // True when the file was changed.
     success: bool,
-    /// One sentence on what changed.
+    // One sentence on what changed.
     summary: String,
-    /// The file, relative to the workspace root.
     path: String,
-    /// Occurrences replaced.
     replacements: u64,
-    /// Line (1-based, in the new file) where each replacement starts.
+    /// Start line of each replacement, in the new file.
     lines: Vec<u64>,
 }
 
@@ -61,10 +55,8 @@ fn not_found_hint(content: &str, old: &str) -> String {
 
 impl Tool for EditFile {
     const NAME: &'static str = "edit_file";
-    const DESCRIPTION: &'static str = "Replace exact text in a workspace file. old_text must appear exactly once \
-        (whitespace and line endings count) unless replace_all=true. When it appears several times the edit is \
-        refused with the line numbers: add surrounding lines to old_text to make it unique, or set replace_all. \
-        The write is atomic and keeps the file's permissions.";
+    const DESCRIPTION: &'static str = "Replace exact text in a file. old_text must occur once (whitespace and line \
+        endings count) unless replace_all; if it occurs more often, add surrounding lines.";
     const NEEDS: Needs = Needs::WRITE;
     type Input = Input;
     type Output = Output;

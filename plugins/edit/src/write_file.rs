@@ -10,29 +10,25 @@ pub struct WriteFile;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// File to write, relative to the workspace root.
     path: String,
-    /// The whole new content.
     content: String,
-    /// Create missing parent directories (default false).
+    /// Create missing parent directories.
     #[serde(default)]
     create_dirs: bool,
-    /// Replace an existing file (default true); false refuses when the file exists.
+    /// False refuses an existing file.
     #[serde(default = "cheng_fs_core::defaults::yes")]
     overwrite: bool,
 }
 
 #[derive(Serialize, JsonSchema)]
 pub struct Output {
-    /// True when the file was written.
+    // True when the file was written.
     success: bool,
-    /// One sentence on what was written.
+    // One sentence on what was written.
     summary: String,
-    /// The file, relative to the workspace root.
     path: String,
-    /// Bytes written.
     bytes_written: u64,
-    /// True when the file did not exist before.
+    // True when the file did not exist before.
     created: bool,
 }
 
@@ -44,10 +40,8 @@ pub(crate) fn check_writable(_cx: &Context, rel: &str) -> Result<(), Failure> {
 
 impl Tool for WriteFile {
     const NAME: &'static str = "write_file";
-    const DESCRIPTION: &'static str = "Create or replace a whole text file in the workspace. The write is atomic \
-        (readers never see half a file) and keeps the file's permissions. Missing directories need \
-        create_dirs=true; overwrite=false refuses to replace an existing file. To change part of a file, use \
-        edit_file.";
+    const DESCRIPTION: &'static str =
+        "Create or replace a whole text file (atomic; keeps permissions). To change part of a file, use edit_file.";
     const NEEDS: Needs = Needs::WRITE;
     type Input = Input;
     type Output = Output;

@@ -8,23 +8,20 @@ use crate::text::{cut_at_char, looks_binary};
 
 #[derive(Serialize, JsonSchema)]
 pub struct Output {
-    /// True when the file was read.
+    // True when the file was read.
     pub success: bool,
-    /// One sentence on what was returned.
+    // One sentence on what was returned.
     pub summary: String,
-    /// The file path, relative to the workspace root.
     pub path: String,
-    /// The text of lines `start_line` to `end_line`.
+    // The text of lines `start_line` to `end_line`.
     pub content: String,
-    /// First line returned (1-based).
     pub start_line: u64,
-    /// Last line returned (1-based, inclusive); 0 for an empty file.
+    // 0 for an empty file.
     pub end_line: u64,
-    /// Lines in the whole file.
     pub total_lines: u64,
-    /// True when the byte cap cut the requested range short.
+    // True when the byte cap cut the requested range short.
     pub truncated: bool,
-    /// Size of the file in bytes.
+    /// Whole file, in bytes.
     pub size: u64,
 }
 

@@ -17,18 +17,15 @@ fn default_entries() -> u32 {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// Directory relative to the workspace root (default: the root).
     #[serde(default = "cheng_fs_core::defaults::dot")]
     path: String,
-    /// How deep to list: 1 = this directory only (default 1, at most 8).
+    /// 1 = this directory only.
     #[serde(default = "default_depth")]
     #[schemars(range(min = 1, max = 8))]
     max_depth: u32,
-    /// Most entries to return (default 500, at most 5000).
     #[serde(default = "default_entries")]
     #[schemars(range(min = 1, max = 5000))]
     max_entries: u32,
-    /// Include names starting with "." (default true).
     #[serde(default = "cheng_fs_core::defaults::yes")]
     include_hidden: bool,
 }
@@ -54,29 +51,26 @@ pub struct Entry {
 
 #[derive(Serialize, JsonSchema)]
 pub struct Output {
-    /// True when the directory was listed.
+    // True when the directory was listed.
     success: bool,
-    /// One sentence on what was listed.
+    // One sentence on what was listed.
     summary: String,
-    /// The directory listed, relative to the workspace root.
     path: String,
-    /// Entries in depth-first order, names sorted within each directory.
+    /// Depth-first; name relative to path.
     entries: Vec<Entry>,
-    /// True when max_entries cut the listing short.
+    // True when max_entries cut the listing short.
     truncated: bool,
-    /// Directories not descended into (e.g. .git, node_modules), relative to the listed directory.
+    /// Directories not entered (.git, node_modules).
     skipped: Vec<String>,
-    /// Entries whose names are not valid UTF-8, shown with `\\xNN` escapes; the readers cannot open them.
+    /// Names that are not UTF-8, \xNN-escaped; they cannot be opened.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     not_utf8: Vec<String>,
 }
 
 impl Tool for ListDir {
     const NAME: &'static str = "list_dir";
-    const DESCRIPTION: &'static str = "List a workspace directory: names, kinds (file/dir/symlink/other) \
-        and sizes, one level by default or up to 8 levels deep (max_depth). .git and node_modules are \
-        not descended into and are reported in `skipped`. Capped at max_entries; when truncated, list \
-        a subdirectory or lower max_depth.";
+    const DESCRIPTION: &'static str = "List a directory's entries, optionally several levels deep. When truncated, \
+        list a subdirectory or lower max_depth.";
     const NEEDS: Needs = Needs::READ;
     type Input = Input;
     type Output = Output;

@@ -14,15 +14,11 @@ fn default_max_bytes() -> u64 {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// File path relative to the workspace root (or absolute inside it).
     path: String,
-    /// First line to return, 1-based (default: 1).
     #[schemars(range(min = 1))]
     start_line: Option<u64>,
-    /// Last line to return, 1-based and inclusive (default: the last line).
     #[schemars(range(min = 1))]
     end_line: Option<u64>,
-    /// Most bytes of content to return (default 262144, at most 1048576).
     #[serde(default = "default_max_bytes")]
     #[schemars(range(min = 1, max = 1_048_576))]
     max_bytes: u64,
@@ -30,10 +26,8 @@ pub struct Input {
 
 impl Tool for ReadFile {
     const NAME: &'static str = "read_file";
-    const DESCRIPTION: &'static str = "Read a text file in the workspace, whole or a range of lines \
-        (start_line/end_line, 1-based, inclusive). Output is capped by max_bytes; when cut, the \
-        summary says which lines were returned so you can continue with start_line. Binary files \
-        are refused.";
+    const DESCRIPTION: &'static str = "Read a text file, whole or lines start_line to end_line (1-based, inclusive). \
+        If max_bytes cuts it (truncated), continue from end_line + 1. Binary files are refused.";
     const NEEDS: Needs = Needs::READ;
     type Input = Input;
     type Output = Output;

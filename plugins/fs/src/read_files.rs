@@ -19,14 +19,11 @@ fn total() -> u64 {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// Files to read, relative to the workspace root (at most 50).
     #[schemars(length(min = 1, max = 50))]
     paths: Vec<String>,
-    /// Most bytes returned per file (default 65536).
     #[serde(default = "per_file")]
     #[schemars(range(min = 1, max = 1_048_576))]
     max_bytes_per_file: u64,
-    /// Most bytes returned for all files together (default 524288).
     #[serde(default = "total")]
     #[schemars(range(min = 1, max = 1_048_576))]
     max_total_bytes: u64,
@@ -52,19 +49,18 @@ pub struct FileOut {
 
 #[derive(Serialize, JsonSchema)]
 pub struct Output {
-    /// True when the call ran (individual files may still have failed).
+    // True when the call ran (individual files may still have failed).
     success: bool,
-    /// One sentence on what was read.
+    // One sentence on what was read.
     summary: String,
-    /// One entry per path, in the order given.
+    // One entry per path, in the order given.
     files: Vec<FileOut>,
 }
 
 impl Tool for ReadFiles {
     const NAME: &'static str = "read_files";
-    const DESCRIPTION: &'static str = "Read up to 50 text files in one call. Each file is capped by max_bytes_per_file \
-        and all together by max_total_bytes (cut at line boundaries, marked truncated; read the rest with read_file \
-        and start_line). A path that cannot be read reports its own error and does not fail the others.";
+    const DESCRIPTION: &'static str = "Read several text files at once; a file that fails does not fail the \
+        rest. Caps cut content at line boundaries (truncated).";
     const NEEDS: Needs = Needs::READ;
     type Input = Input;
     type Output = Output;

@@ -20,90 +20,70 @@ const OPERATIONS: &str = "add, unstage, restore, commit, switch, branch_delete, 
 #[serde(deny_unknown_fields)]
 pub struct GitWriteInput {
     /// add, unstage, restore, commit, switch, branch_delete, stash_push, stash_pop or tag.
-    /// No network operation exists (push, fetch, pull, clone, submodule update).
     operation: String,
-    /// A directory inside the repository, relative to the workspace root; omit for the root.
+    /// A directory inside the repository.
     #[serde(default)]
     cwd: Option<String>,
-    /// add, unstage, restore (required) and stash_push (optional): paths relative to the
-    /// repository root ("." for everything; wildcards such as *.rs allowed). No absolute
-    /// paths, no `..`, nothing beginning with '-' or ':'.
+    /// add, unstage, restore (required), stash_push: repository-relative; "." for all.
     #[serde(default)]
     pathspecs: Vec<String>,
-    /// commit (required), tag (makes it annotated), stash_push: the message.
+    /// commit (required), tag (annotates), stash_push.
     #[serde(default)]
     message: Option<String>,
-    /// commit: replace the current commit instead of adding one.
+    /// commit.
     #[serde(default)]
     amend: bool,
-    /// commit: commit even when nothing is staged.
+    /// commit.
     #[serde(default)]
     allow_empty: bool,
-    /// switch, branch_delete: the branch.
+    /// switch, branch_delete.
     #[serde(default)]
     branch: Option<String>,
-    /// switch: create the branch at the current commit.
+    /// switch: create it.
     #[serde(default)]
     create: bool,
-    /// branch_delete: delete even when its commits are not merged.
+    /// branch_delete: even if unmerged.
     #[serde(default)]
     force: bool,
-    /// stash_push: stash untracked files too.
+    /// stash_push.
     #[serde(default)]
     include_untracked: bool,
-    /// stash_pop: which entry (0, the default, is the newest).
+    /// stash_pop: entry; 0 (default) is the newest.
     #[serde(default)]
     stash: Option<u32>,
-    /// tag: the tag's name.
+    /// tag.
     #[serde(default)]
     name: Option<String>,
-    /// tag: what it names (a branch, a tag or a commit hash); default HEAD.
+    /// tag: default HEAD.
     #[serde(default)]
     target: Option<String>,
-    /// Wall-clock budget in ms (default 60000, at most 600000).
+    /// Default 60000, at most 600000.
     #[serde(default)]
     #[schemars(range(min = 1))]
     timeout_ms: Option<u64>,
-    /// One sentence on why; shown to the person approving it.
     #[serde(default)]
     purpose: Option<String>,
 }
 
 #[derive(Serialize, JsonSchema)]
 pub struct GitWriteOutput {
-    /// The operation that was executed.
     operation: String,
-    /// True when git ran and exited with code 0.
     success: bool,
-    /// What happened, in one sentence.
     summary: String,
-    /// The repository's directory, relative to the workspace root.
     repository: String,
-    /// The git command as it ran (without the host's settings).
+    /// Without the host's settings.
     command_display: String,
-    /// git's exit code (null when it did not exit by itself).
     exit_code: Option<i32>,
-    /// exited, timed_out, cancelled, signalled or spawn_failed.
     termination: String,
-    /// Wall-clock milliseconds.
     duration_ms: u64,
-    /// The current branch afterwards (null when HEAD is detached).
     current_branch: Option<String>,
-    /// The commit HEAD names afterwards (null before the first commit).
     head: Option<String>,
-    /// git's standard output (head and tail kept when over the cap).
     stdout: String,
-    /// True when stdout was cut.
     stdout_truncated: bool,
-    /// git's standard error (head and tail kept when over the cap).
     stderr: String,
-    /// True when stderr was cut.
     stderr_truncated: bool,
-    /// A LOCAL_EXECUTOR_* code when git did not run to its end.
     error_kind: Option<String>,
-    /// True when retrying the same request cannot help.
     terminal: bool,
-    /// What went wrong, when something did.
     error: Option<String>,
 }
 
@@ -214,11 +194,8 @@ fn first_complaint(stderr: &str) -> Option<&str> {
 pub struct WorkspaceGitWrite;
 impl Tool for WorkspaceGitWrite {
     const NAME: &'static str = "workspace_git_write";
-    const DESCRIPTION: &'static str = "Change the git repository: add, unstage or restore paths, commit (optionally \
-        amend), switch or create a branch, delete a branch, stash_push / stash_pop, tag. Each operation is approved by \
-        a person unless the operator's rules allow it; the repository's hooks, filters and configured programs never \
-        run. No network operations (push, fetch, pull, clone). Paths are relative to the repository root. A git that \
-        fails (nothing to commit, a conflict) is reported with its stderr, not as an error.";
+    const DESCRIPTION: &'static str = "Change the git repository; no network operations; hooks never run. A failing \
+        git is reported, not an error.";
     const NEEDS: Needs = Needs::NONE.with_spawn();
     type Input = GitWriteInput;
     type Output = GitWriteOutput;

@@ -53,39 +53,32 @@ pub const MAX_COUNT: u32 = 100;
 #[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum Operation {
-    /// Working tree and index state.
+    // Explained by the tool's description; no doc comments, so the schema is a plain `enum`.
     Status,
-    /// Working tree against HEAD, as a patch.
     Diff,
-    /// Commit history.
     Log,
-    /// One commit with its patch.
     Show,
-    /// Local branches.
     Branch,
 }
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GitInput {
-    /// status, diff, log, show or branch.
     operation: Operation,
-    /// Directory inside the repository, relative to the workspace root; omit for the root.
+    /// A directory inside the repository.
     #[serde(default)]
     cwd: Option<String>,
-    /// Limit status, diff, log and show to these paths (relative to the repository root;
-    /// no absolute paths, no `..`). A path names a file or everything below a directory.
+    /// Limit to these paths (repository-relative).
     #[serde(default)]
     pathspecs: Vec<String>,
-    /// log and show: the commit to start from (a name, a hash or any revision gix
-    /// parses); default HEAD. Always data, never an option.
+    /// log, show: start commit (default HEAD).
     #[serde(default)]
     revision: Option<String>,
-    /// Cap on stdout in bytes (default 262144); head and tail are kept.
+    /// stdout cap; default 262144.
     #[serde(default)]
     #[schemars(range(min = 1))]
     max_bytes: Option<u64>,
-    /// log: how many commits (default 20, at most 100).
+    /// log; default 20.
     #[serde(default)]
     #[schemars(range(min = 1, max = 100))]
     max_count: Option<u32>,
@@ -144,34 +137,23 @@ pub struct Branch {
 
 #[derive(Serialize, JsonSchema, Default)]
 pub struct GitOutput {
-    /// The operation.
     operation: String,
-    /// True when it ran.
     success: bool,
-    /// One sentence.
     summary: String,
-    /// status, diff, show: the files concerned.
     #[serde(skip_serializing_if = "Option::is_none")]
     files: Option<Vec<FileStatus>>,
-    /// log, show: commits.
     #[serde(skip_serializing_if = "Option::is_none")]
     commits: Option<Vec<Commit>>,
-    /// branch: local branches.
     #[serde(skip_serializing_if = "Option::is_none")]
     branches: Option<Vec<Branch>>,
-    /// The branch HEAD is on (null when detached or unborn… see summary).
     current_branch: Option<String>,
-    /// What git would print (capped, head and tail kept).
+    /// What git would print.
     stdout: String,
-    /// True when stdout was cut.
     stdout_truncated: bool,
     /// Warnings (e.g. names that are not UTF-8, shown escaped).
     stderr: String,
-    /// Never set on success.
     error_kind: Option<String>,
-    /// False on success.
     terminal: bool,
-    /// Never set on success.
     error: Option<String>,
 }
 
@@ -179,9 +161,8 @@ pub struct WorkspaceGit;
 
 impl Tool for WorkspaceGit {
     const NAME: &'static str = "workspace_git";
-    const DESCRIPTION: &'static str = "Inspect the git repository read-only: status (porcelain), diff (working tree \
-        against HEAD, as a patch), log (commits from a revision), show (one commit and its patch) or branch (local \
-        branches and the current one). Runs no git process and changes nothing.";
+    const DESCRIPTION: &'static str = "Read-only git: status (porcelain), diff (working tree against HEAD), log, \
+        show (a commit and its patch) or branch.";
     const NEEDS: Needs = Needs::READ;
     type Input = GitInput;
     type Output = GitOutput;

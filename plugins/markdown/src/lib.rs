@@ -24,13 +24,9 @@ pub const MAX_ITEMS: usize = 1000;
 #[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum Operation {
-    /// Headings with levels, lines and anchors.
     Outline,
-    /// Findings with stable codes.
     Diagnostics,
-    /// Mechanical fixes as edit_file replacements.
     FormatSuggestions,
-    /// Relative links and anchors checked against the workspace.
     LinkCheckLocal,
 }
 
@@ -48,9 +44,7 @@ impl Operation {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MarkdownInput {
-    /// outline, diagnostics, format_suggestions or link_check_local.
     operation: Operation,
-    /// The Markdown file, relative to the workspace root.
     path: String,
 }
 
@@ -108,41 +102,30 @@ pub struct Link {
 
 #[derive(Serialize, JsonSchema, Default)]
 pub struct MarkdownOutput {
-    /// The operation.
     operation: String,
-    /// The file, relative to the workspace root.
     path: String,
-    /// True when the analysis ran.
+    // True when the analysis ran.
     success: bool,
-    /// One sentence.
     summary: String,
-    /// outline: the headings in order.
     #[serde(skip_serializing_if = "Option::is_none")]
     outline: Option<Vec<Heading>>,
-    /// diagnostics and link_check_local: findings.
     #[serde(skip_serializing_if = "Option::is_none")]
     diagnostics: Option<Vec<Diagnostic>>,
-    /// format_suggestions: edit_file-ready replacements, to apply in order.
+    /// Apply in order.
     #[serde(skip_serializing_if = "Option::is_none")]
     suggested_edits: Option<Vec<Edit>>,
-    /// link_check_local: every link found.
     #[serde(skip_serializing_if = "Option::is_none")]
     links: Option<Vec<Link>>,
-    /// Never set on success.
     error_kind: Option<String>,
-    /// False on success.
     terminal: bool,
-    /// Never set on success.
     error: Option<String>,
 }
 
 pub struct WorkspaceMarkdown;
 impl Tool for WorkspaceMarkdown {
     const NAME: &'static str = "workspace_markdown";
-    const DESCRIPTION: &'static str = "Analyse a Markdown file without changing it: outline (headings with levels, lines \
-        and GitHub anchors), diagnostics (duplicate headings, level jumps, empty or broken links, missing alt text, \
-        trailing whitespace, several H1s, unclosed code fences…), format_suggestions (mechanical fixes ready for \
-        edit_file) or link_check_local (relative links and anchors checked; external links listed, not fetched).";
+    const DESCRIPTION: &'static str = "Read-only Markdown analysis: outline (headings, GitHub anchors), diagnostics, \
+        format_suggestions (edit_file replacements) or link_check_local (relative links and anchors).";
     const NEEDS: Needs = Needs::READ;
     type Input = MarkdownInput;
     type Output = MarkdownOutput;

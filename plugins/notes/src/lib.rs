@@ -16,23 +16,21 @@ const PLAN_KEY: &str = "todos";
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ThinkInput {
-    /// The thought: reasoning, a plan, what was learned. Nothing outside the call record sees it.
     thought: String,
 }
 
 #[derive(Serialize, JsonSchema)]
 pub struct ThinkOutput {
-    /// Always true.
+    // Always true.
     success: bool,
-    /// One sentence.
     summary: String,
 }
 
 pub struct Think;
 impl Tool for Think {
     const NAME: &'static str = "think";
-    const DESCRIPTION: &'static str = "Think out loud: note reasoning, a plan or what you learned, without acting. \
-        Changes nothing; the thought is kept in the call record only.";
+    const DESCRIPTION: &'static str =
+        "Note reasoning, a plan or what you learned, without acting. Changes nothing; only the call record keeps it.";
     type Input = ThinkInput;
     type Output = ThinkOutput;
     fn run(input: ThinkInput, _cx: &Context) -> Result<ThinkOutput, Failure> {
@@ -58,39 +56,33 @@ pub enum TodoStatus {
 #[derive(Serialize, Deserialize, JsonSchema, Clone)]
 #[serde(deny_unknown_fields)]
 pub struct Todo {
-    /// A short stable id, unique in the plan.
+    /// Stable, unique.
     id: String,
-    /// What to do.
     content: String,
-    /// pending, in_progress or completed.
     status: TodoStatus,
 }
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TodoInput {
-    /// The whole plan, replacing the previous one.
     todos: Vec<Todo>,
 }
 
 #[derive(Serialize, JsonSchema)]
 pub struct TodoOutput {
-    /// True when the plan was stored.
+    // True when the plan was stored; `summary` gives counts by status.
     success: bool,
-    /// Counts by status.
     summary: String,
-    /// The plan as stored.
     todos: Vec<Todo>,
-    /// The plan before this call (empty for the run's first plan).
+    /// Before this call.
     previous: Vec<Todo>,
 }
 
 pub struct TodoWrite;
 impl Tool for TodoWrite {
     const NAME: &'static str = "todo_write";
-    const DESCRIPTION: &'static str = "Write the run's task list (the whole list each time): items with an id, the \
-        content and a status (pending, in_progress, completed). The host keeps it for the run, outside the \
-        workspace; the result returns the stored list and the previous one.";
+    const DESCRIPTION: &'static str =
+        "Replace the run's plan with the whole list; the host keeps it outside the workspace.";
     type Input = TodoInput;
     type Output = TodoOutput;
     fn run(input: TodoInput, _cx: &Context) -> Result<TodoOutput, Failure> {

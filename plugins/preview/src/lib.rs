@@ -34,26 +34,22 @@ const MAX_SCAN_BYTES: u64 = 64 << 20;
 #[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum Operation {
-    /// Markdown to sanitized HTML.
     Markdown,
-    /// HTML to a text summary.
     Html,
-    /// File metadata.
     ArtifactSummary,
 }
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PreviewInput {
-    /// markdown, html or artifact_summary.
     operation: Operation,
-    /// A workspace file (relative to the root); wins over `content`.
+    /// Wins over content.
     #[serde(default)]
     path: Option<String>,
-    /// Inline source when no file is involved.
+    /// Inline source.
     #[serde(default)]
     content: Option<String>,
-    /// Preview size cap in bytes (default and maximum 524288).
+    /// Default 524288.
     #[serde(default)]
     #[schemars(range(min = 1, max = 524288))]
     max_bytes: Option<u64>,
@@ -61,40 +57,31 @@ pub struct PreviewInput {
 
 #[derive(Serialize, JsonSchema, Default)]
 pub struct PreviewOutput {
-    /// The operation.
     operation: String,
-    /// True when a preview was made.
+    // True when a preview was made.
     success: bool,
-    /// One sentence.
     summary: String,
     /// html, text or metadata.
     format: String,
-    /// The preview (bounded).
     preview: String,
-    /// True when the preview was cut (head and tail kept).
+    // The preview was cut to max_bytes, head and tail kept.
     preview_truncated: bool,
-    /// Size of the source in bytes.
     source_bytes: u64,
-    /// The file, when the source was one.
     source_path: Option<String>,
-    /// artifact_summary: the metadata as an object.
+    // artifact_summary only.
     #[serde(skip_serializing_if = "Option::is_none")]
     metadata: Option<serde_json::Map<String, serde_json::Value>>,
-    /// Never set on success.
     error_kind: Option<String>,
-    /// False on success.
     terminal: bool,
-    /// Never set on success.
     error: Option<String>,
 }
 
 pub struct WorkspacePreview;
 impl Tool for WorkspacePreview {
     const NAME: &'static str = "workspace_preview";
-    const DESCRIPTION: &'static str = "Preview a file or inline content without changing anything: markdown renders \
-        Markdown to sanitized HTML; html turns an HTML page into a text summary (title, headings, links, text); \
-        artifact_summary describes any file (size, kind, lines, image size, PDF pages, sha256). `path` wins over \
-        `content`; the preview is capped by max_bytes (default and max 524288), keeping head and tail.";
+    const DESCRIPTION: &'static str = "Preview a file or inline content, read-only: markdown to sanitized HTML; \
+        html to a text summary (title, headings, links, text); artifact_summary: size, kind, lines, image size, \
+        PDF pages, sha256.";
     const NEEDS: Needs = Needs::READ;
     type Input = PreviewInput;
     type Output = PreviewOutput;

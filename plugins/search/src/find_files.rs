@@ -17,46 +17,40 @@ fn default_depth() -> u32 {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// Glob over paths, e.g. "**/*.rs" or "src/**/mod.rs"; without "/" it matches file names at any depth ("*.toml").
+    /// Glob, e.g. "**/*.rs" or "src/**/mod.rs"; without "/" it matches file names at any depth.
     pattern: String,
-    /// Directory to search, relative to the workspace root (default: the root).
     #[serde(default = "cheng_fs_core::defaults::dot")]
     path: String,
-    /// Most paths to return (default 1000, at most 10000).
     #[serde(default = "default_results")]
     #[schemars(range(min = 1, max = 10_000))]
     max_results: u32,
-    /// Deepest directory level to descend (default 32).
     #[serde(default = "default_depth")]
     #[schemars(range(min = 1, max = 32))]
     max_depth: u32,
-    /// Skip what .gitignore, .ignore and .git/info/exclude exclude (default true).
+    // Honours .gitignore, .ignore and .git/info/exclude.
     #[serde(default = "cheng_fs_core::defaults::yes")]
     respect_gitignore: bool,
-    /// Include files and directories whose names start with "." (default false).
     #[serde(default)]
     include_hidden: bool,
 }
 
 #[derive(Serialize, JsonSchema)]
 pub struct Output {
-    /// True when the search ran.
+    // True when the search ran.
     success: bool,
-    /// One sentence on what was found.
+    // One sentence on what was found.
     summary: String,
-    /// Matching files, relative to the workspace root, sorted by path.
     paths: Vec<String>,
-    /// True when max_results cut the list short.
+    // True when max_results cut the list short.
     truncated: bool,
-    /// Entries that could not be read (with why), e.g. names that are not UTF-8.
+    /// Entries that could not be read, and why.
     skipped: Vec<String>,
 }
 
 impl Tool for FindFiles {
     const NAME: &'static str = "find_files";
-    const DESCRIPTION: &'static str = "Find workspace files by glob (\"**/*.rs\", \"*.toml\", \"src/**/test_*.py\"), \
-        sorted by path. Honours .gitignore/.ignore by default and skips hidden files unless include_hidden. \
-        Returns at most max_results paths; when truncated, narrow the pattern or the path.";
+    const DESCRIPTION: &'static str = "Find files by glob over paths, sorted. Skips ignored and hidden files by \
+        default. When truncated, narrow the pattern or path.";
     const NEEDS: Needs = Needs::READ;
     type Input = Input;
     type Output = Output;

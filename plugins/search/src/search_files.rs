@@ -36,35 +36,30 @@ fn default_file_bytes() -> u64 {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Input {
-    /// What to look for: a regular expression (Rust syntax), or plain text with literal=true.
+    /// Regex (Rust syntax), or plain text if literal.
     pattern: String,
-    /// Treat the pattern as plain text (default false).
     #[serde(default)]
     literal: bool,
-    /// Directory (or single file) to search, relative to the workspace root (default: the root).
+    /// Directory or one file.
     #[serde(default = "cheng_fs_core::defaults::dot")]
     path: String,
-    /// Only files matching this glob, e.g. "*.rs" or "src/**/*.ts".
+    /// Only files matching it, e.g. "*.rs".
     glob: Option<String>,
-    /// Ignore case (default false).
     #[serde(default)]
     case_insensitive: bool,
-    /// Lines of context before and after each match (default 0, at most 5).
     #[serde(default)]
     #[schemars(range(max = 5))]
     context_lines: u32,
-    /// Most matches to return (default 200, at most 2000).
     #[serde(default = "default_matches")]
     #[schemars(range(min = 1, max = 2000))]
     max_matches: u32,
-    /// Skip files larger than this many bytes (default 1048576).
+    /// Skip larger files.
     #[serde(default = "default_file_bytes")]
     #[schemars(range(min = 1))]
     max_file_bytes: u64,
-    /// Skip what .gitignore, .ignore and .git/info/exclude exclude (default true).
+    // Honours .gitignore, .ignore and .git/info/exclude.
     #[serde(default = "cheng_fs_core::defaults::yes")]
     respect_gitignore: bool,
-    /// Search files and directories whose names start with "." (default false).
     #[serde(default)]
     include_hidden: bool,
 }
@@ -87,17 +82,16 @@ pub struct Match {
 
 #[derive(Serialize, JsonSchema)]
 pub struct Output {
-    /// True when the search ran.
+    // True when the search ran.
     success: bool,
-    /// One sentence on what was found.
+    // One sentence on what was found.
     summary: String,
-    /// Matches in path order, then line order.
+    // In path order, then line order.
     matches: Vec<Match>,
-    /// True when max_matches stopped the search.
+    // True when max_matches stopped the search.
     truncated: bool,
-    /// Files searched.
     files_searched: u64,
-    /// Files skipped for being larger than max_file_bytes.
+    // Larger than max_file_bytes.
     files_skipped_large: u64,
 }
 
@@ -158,10 +152,9 @@ impl Sink for Collect<'_> {
 
 impl Tool for SearchFiles {
     const NAME: &'static str = "search_files";
-    const DESCRIPTION: &'static str = "Search workspace files for lines matching a regular expression (or plain text \
-        with literal=true), optionally limited by a glob, with context lines. Honours .gitignore/.ignore, skips \
-        hidden and binary files and files over max_file_bytes. Stops at max_matches; when truncated, narrow the \
-        pattern, the path or the glob.";
+    const DESCRIPTION: &'static str = "Search file contents for a regex (or literal text) with optional context \
+        lines. Skips ignored, hidden, binary and oversized files by default. When truncated, narrow the pattern, \
+        path or glob.";
     const NEEDS: Needs = Needs::READ;
     type Input = Input;
     type Output = Output;

@@ -12,63 +12,43 @@ use cheng_sdk::prelude::*;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShellInput {
-    /// The program to run, e.g. "ls", "cargo", "pytest" (looked up on the host's PATH;
-    /// a program inside the workspace only by a relative path such as "./gradlew").
-    /// Not the tool's name.
+    /// e.g. "cargo"; from PATH or "./gradlew". Not this tool's name.
     #[serde(default)]
     command: String,
-    /// Literal arguments, e.g. ["-la"]. Never interpreted by a shell.
+    /// Not shell-parsed.
     #[serde(default)]
     args: Vec<String>,
-    /// A simple command line instead of command + args. Split into words like a shell
-    /// would; pipes, redirection, variables, globs and sequences are refused unless the
-    /// operator enabled shell strings.
+    /// Instead of command + args; shell syntax is refused unless enabled.
     #[serde(default)]
     shell_string: Option<String>,
-    /// Working directory relative to the workspace root; omit for the root.
     #[serde(default)]
     cwd: Option<String>,
-    /// Extra environment variables; only names on the host's allowlist are accepted.
+    /// Allowlisted names only.
     #[serde(default)]
     env: BTreeMap<String, String>,
-    /// Wall-clock budget in ms (default 60000, at most 600000; longer is clamped).
+    /// Default 60000, at most 600000 (longer is clamped).
     #[serde(default)]
     #[schemars(range(min = 1))]
     timeout_ms: Option<u64>,
-    /// One sentence on why this command is needed; shown to the person approving it.
     #[serde(default)]
     purpose: Option<String>,
 }
 
 #[derive(Serialize, JsonSchema)]
 pub struct ShellOutput {
-    /// True when the command exited with code 0.
     success: bool,
-    /// What happened, in one sentence.
     summary: String,
-    /// The command as run, shell-quoted.
     command_display: String,
-    /// The working directory, relative to the workspace root.
     cwd: String,
-    /// The exit code (null when the process did not exit by itself).
     exit_code: Option<i32>,
-    /// exited, timed_out, cancelled, signalled or spawn_failed.
     termination: String,
-    /// Wall-clock milliseconds.
     duration_ms: u64,
-    /// Standard output (head and tail kept when over the cap).
     stdout: String,
-    /// True when stdout was cut.
     stdout_truncated: bool,
-    /// Standard error (head and tail kept when over the cap).
     stderr: String,
-    /// True when stderr was cut.
     stderr_truncated: bool,
-    /// A LOCAL_EXECUTOR_* code when the command did not run to its end.
     error_kind: Option<String>,
-    /// True when retrying the same command cannot help.
     terminal: bool,
-    /// What went wrong, when something did.
     error: Option<String>,
 }
 
@@ -95,10 +75,8 @@ fn signal_name(sig: i32) -> &'static str {
 pub struct WorkspaceShell;
 impl Tool for WorkspaceShell {
     const NAME: &'static str = "workspace_shell";
-    const DESCRIPTION: &'static str = "Run a program in the workspace (build, test, lint, diagnostics): `command` plus \
-        literal `args`, optionally a `cwd` below the workspace root. A person approves each command unless the operator \
-        allowed it; say why in `purpose`. Output is capped (head and tail kept), the run is time-bounded (default 60 s, \
-        max 600 s) and everything it started is stopped at the end. A non-zero exit is reported, not an error.";
+    const DESCRIPTION: &'static str = "Run a program (build, test, lint). Default timeout 60 s, max 600 s. A non-zero \
+        exit is reported, not an error.";
     const NEEDS: Needs = Needs::NONE.with_spawn();
     type Input = ShellInput;
     type Output = ShellOutput;

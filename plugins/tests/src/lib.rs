@@ -25,27 +25,25 @@ const MAX_MANIFEST: u64 = 1 << 20;
 #[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum Operation {
-    /// Inspect manifests and suggest test commands (read-only).
+    // Explained by the tool's description; no doc comments, so the schema is a plain `enum`.
     Detect,
-    /// Run an explicit test command (approval-gated).
     Run,
 }
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TestsInput {
-    /// detect (read-only inspection) or run (runs `command`, after approval).
     operation: Operation,
-    /// For run: the program, e.g. "cargo", "pnpm", "python3".
+    /// run: e.g. "cargo".
     #[serde(default)]
     command: Option<String>,
-    /// For run: literal arguments, e.g. ["test", "--no-fail-fast"].
+    /// run: literal.
     #[serde(default)]
     args: Vec<String>,
-    /// Directory relative to the workspace root (a project inside a monorepo); omit for the root.
+    /// The project's directory (e.g. one inside a monorepo).
     #[serde(default)]
     cwd: Option<String>,
-    /// For run: wall-clock budget in ms (default 300000, at most 600000).
+    /// run: default 300000, at most 600000.
     #[serde(default)]
     #[schemars(range(min = 1))]
     timeout_ms: Option<u64>,
@@ -118,67 +116,48 @@ pub struct FailureHint {
 
 #[derive(Serialize, JsonSchema, Default)]
 pub struct TestsOutput {
-    /// detect or run.
     operation: String,
     /// detect: something was found; run: the command exited 0.
     success: bool,
-    /// One sentence.
     summary: String,
-    /// detect only.
     #[serde(skip_serializing_if = "Option::is_none")]
     detected_project: Option<Detected>,
-    /// run only: the command as run.
     #[serde(skip_serializing_if = "Option::is_none")]
     command_display: Option<String>,
-    /// run only: passed tests, absent when the output does not say.
     #[serde(skip_serializing_if = "Option::is_none")]
     passed: Option<u64>,
-    /// run only: failed tests, absent when the output does not say.
     #[serde(skip_serializing_if = "Option::is_none")]
     failed: Option<u64>,
-    /// run only: wall-clock milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     duration_ms: Option<u64>,
-    /// run only: failures with name, file, line and message (best effort).
+    /// Best effort.
     #[serde(skip_serializing_if = "Option::is_none")]
     failure_summary: Option<Vec<FailureHint>>,
-    /// run only: the runner whose output was read.
     #[serde(skip_serializing_if = "Option::is_none")]
     runner: Option<String>,
-    /// run only: exited, timed_out, cancelled, signalled or spawn_failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     termination: Option<String>,
-    /// run only: exit code.
     #[serde(skip_serializing_if = "Option::is_none")]
     exit_code: Option<i32>,
-    /// run only: stdout (head and tail when over the cap).
     #[serde(skip_serializing_if = "Option::is_none")]
     stdout: Option<String>,
-    /// run only.
     #[serde(skip_serializing_if = "Option::is_none")]
     stdout_truncated: Option<bool>,
-    /// run only: stderr (head and tail when over the cap).
     #[serde(skip_serializing_if = "Option::is_none")]
     stderr: Option<String>,
-    /// run only.
     #[serde(skip_serializing_if = "Option::is_none")]
     stderr_truncated: Option<bool>,
-    /// A LOCAL_EXECUTOR_* code when the run did not finish.
     error_kind: Option<String>,
-    /// True when retrying cannot help.
     terminal: bool,
-    /// What went wrong.
     error: Option<String>,
 }
 
 pub struct WorkspaceTests;
 impl Tool for WorkspaceTests {
     const NAME: &'static str = "workspace_tests";
-    const DESCRIPTION: &'static str = "Find and run a project's tests. operation=detect reads manifests and lock files \
-        (Cargo, npm/pnpm/yarn, Python, Go, Maven, Gradle) and suggests commands with evidence and confidence; it runs \
-        nothing. operation=run runs `command` + `args` in `cwd` after a person approves it (default timeout 300 s, max \
-        600 s) and reports passed/failed counts and failure locations for cargo test, nextest, pytest, jest, vitest and \
-        go test.";
+    const DESCRIPTION: &'static str = "Find and run tests. detect suggests commands from manifests and runs nothing; \
+        run runs `command` + `args` (default timeout 300 s, max 600 s) and parses cargo, pytest, jest, vitest and go \
+        test output.";
     const NEEDS: Needs = Needs::READ.with_spawn();
     type Input = TestsInput;
     type Output = TestsOutput;

@@ -127,10 +127,8 @@ pub(crate) fn status_line(code: u16) -> String {
 #[cheng_sdk::schema]
 #[serde(deny_unknown_fields)]
 pub struct FetchInput {
-    /// The page: an absolute http:// or https:// URL.
     url: String,
-    /// Cap on the returned text in bytes (default 100000, at most 1000000); longer text
-    /// keeps its head and tail.
+    /// Text cap (default 100000); head and tail kept.
     #[serde(default)]
     #[schemars(range(min = 1, max = 1000000))]
     max_bytes: Option<u64>,
@@ -139,35 +137,23 @@ pub struct FetchInput {
 #[cheng_sdk::schema]
 #[derive(Default)]
 pub struct FetchOutput {
-    /// True when a response arrived (whatever its status).
+    // True when a response arrived, whatever its status.
     success: bool,
-    /// One line: status, final URL, type, size, title.
     summary: String,
-    /// The URL asked for.
     url: String,
-    /// The URL that answered, after redirects.
+    /// After redirects.
     final_url: String,
-    /// URLs that redirected, in order.
     redirects: Vec<String>,
-    /// The HTTP status (a 404 is a response, not a failure: read it).
     status: u16,
-    /// The Content-Type the server sent.
     content_type: Option<String>,
-    /// The page's title (HTML).
     title: Option<String>,
-    /// The body as text: HTML reduced to its readable text; plain text and JSON as
-    /// sent; other types described, not shown.
     text: String,
-    /// True when the body was cut on the wire (size or time cap) or the text was cut
-    /// to max_bytes.
+    /// Cut on the wire (size or time) or to max_bytes.
     truncated: bool,
-    /// Body bytes read from the wire.
+    /// Body bytes read.
     bytes: u64,
-    /// Never set on success.
     error_kind: Option<String>,
-    /// False on success.
     terminal: bool,
-    /// Never set on success.
     error: Option<String>,
 }
 
@@ -222,12 +208,9 @@ fn decode_text<'a>(content_type: Option<&str>, body: &'a [u8], html: bool) -> st
 pub struct WebFetch;
 impl Tool for WebFetch {
     const NAME: &'static str = "web_fetch";
-    const DESCRIPTION: &'static str = "Fetch a web page (http or https) and return it as text: HTML reduced to \
-        its title and readable text (scripts, styles and tags removed), plain text and JSON as sent, other types \
-        described. Shows the HTTP status and the final URL after redirects (at most 5) before the text; a 404 or \
-        an error page is a response to read, not a failure. Output capped by max_bytes (default 100000), with a \
-        time limit. Loopback, private, link-local and cloud-metadata addresses are refused. Ordinary HTTP: no \
-        JavaScript runs, so pages built by scripts may come back nearly empty.";
+    const DESCRIPTION: &'static str = "Fetch an absolute http(s) URL as text: HTML as title and readable text, JSON \
+        and plain text as sent, other types described. Up to 5 redirects; a 404 is a response to read, not a \
+        failure. Private, loopback and metadata addresses are refused. No JavaScript runs.";
     const NEEDS: Needs = NEEDS;
     type Input = FetchInput;
     type Output = FetchOutput;
@@ -305,11 +288,8 @@ impl Tool for WebFetch {
 pub struct WebSearch;
 impl Tool for WebSearch {
     const NAME: &'static str = "web_search";
-    const DESCRIPTION: &'static str = "Search the web and return results (title, url, snippet) from the \
-        configured provider (a search engine's HTML results page by default; SearXNG or the Brave Search API if \
-        the operator set one up). When the results page cannot be read or the network cannot be reached the \
-        result says so plainly: report that to the user instead of inventing sources, and do not reword the \
-        query to get around a parser failure. Follow up with web_fetch to read a result.";
+    const DESCRIPTION: &'static str = "Search the web with the configured provider. If the page cannot be read or \
+        the network fails, say so instead of inventing sources; rewording will not help. Read results with web_fetch.";
     const NEEDS: Needs = NEEDS;
     type Input = search::SearchInput;
     type Output = search::SearchOutput;

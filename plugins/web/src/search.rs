@@ -23,10 +23,9 @@ pub const UNREADABLE: &str = "the results page could not be read; rewording the 
 #[cheng_sdk::schema]
 #[serde(deny_unknown_fields)]
 pub struct SearchInput {
-    /// What to search for.
     #[schemars(length(min = 1, max = 500))]
     query: String,
-    /// How many results (default 8, at most 20).
+    /// Default 8.
     #[serde(default)]
     #[schemars(range(min = 1, max = 20))]
     max_results: Option<u64>,
@@ -47,21 +46,15 @@ pub struct SearchResult {
 #[cheng_sdk::schema]
 #[derive(Default)]
 pub struct SearchOutput {
-    /// True when the provider answered and its answer was read (even with no results).
+    // True when the provider answered and its answer was read (even with no results).
     success: bool,
-    /// One line: how many results, from which provider.
     summary: String,
-    /// The query.
     query: String,
-    /// duckduckgo, searxng or brave.
+    // duckduckgo, searxng or brave.
     provider: String,
-    /// The results, best first.
     results: Vec<SearchResult>,
-    /// Never set on success.
     error_kind: Option<String>,
-    /// False on success.
     terminal: bool,
-    /// Never set on success.
     error: Option<String>,
 }
 
