@@ -99,10 +99,7 @@ impl ApprovalRequest {
             detail: detail.into(),
             purpose: purpose.into(),
             workspace: String::new(),
-            requested_at_ms: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis() as u64)
-                .unwrap_or(0),
+            requested_at_ms: unix_ms(),
             asked_by: String::new(),
         }
     }
@@ -270,7 +267,26 @@ pub enum ApprovalEvent {
         decision: Decision,
         /// How long it waited, in milliseconds.
         waited_ms: u64,
+        /// Who answered (see [`ApprovalOutcome::answered_by`]).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        answered_by: Option<String>,
     },
+}
+
+/// A request that is no longer waiting, as the approvals history lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct AnsweredApproval {
+    /// The card as it was shown.
+    pub request: ApprovalRequest,
+    /// The outcome.
+    pub decision: Decision,
+    /// Who answered; none when nobody did (a timeout, a withdrawal).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<String>,
+    /// How long it waited, in milliseconds.
+    pub waited_ms: u64,
+    /// Unix time (ms) of the outcome.
+    pub answered_at_ms: u64,
 }
 
 /// The outcome of one request, for the call record.
@@ -324,7 +340,7 @@ impl Drop for Withdraw<'_> {
         if was_pending {
             tracing::info!(target: "approvals", id = %self.req.id, tool = %self.req.tool, run = %self.req.run,
                 "approval withdrawn: the call that asked ended before an answer");
-            let _ = self.broker.resolved(self.req, Decision::Withdrawn, self.started);
+            let _ = self.broker.resolved(self.req, Decision::Withdrawn, self.started, None);
         }
     }
 }
@@ -349,6 +365,14 @@ struct Pending {
 /// How many answered requests are remembered, to tell a late answer from an unknown id.
 const REMEMBERED: usize = 4096;
 
+/// Unix time in milliseconds.
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// How many outcomes the history keeps (the audit log keeps every one with its call).
+const HISTORY: usize = 1000;
+
 /// The approvals broker. Cheap to clone; one per host.
 #[derive(Clone)]
 pub struct Broker {
@@ -363,6 +387,7 @@ struct BrokerInner {
     timeout: Duration,
     pending: Mutex<HashMap<String, Pending>>,
     resolved: Mutex<(std::collections::VecDeque<String>, std::collections::HashSet<String>)>,
+    history: Mutex<std::collections::VecDeque<AnsweredApproval>>,
     events: broadcast::Sender<ApprovalEvent>,
 }
 
@@ -378,6 +403,7 @@ impl Broker {
                 timeout: timeout.max(MIN_TIMEOUT),
                 pending: Mutex::new(HashMap::new()),
                 resolved: Mutex::default(),
+                history: Mutex::default(),
                 events,
             }),
         }
@@ -424,6 +450,12 @@ impl Broker {
         list
     }
 
+    /// The requests answered, timed out or withdrawn since this host started (the last
+    /// thousand), newest first.
+    pub fn history(&self) -> Vec<AnsweredApproval> {
+        self.inner.history.lock().unwrap_or_else(|p| p.into_inner()).iter().rev().cloned().collect()
+    }
+
     /// Answer a pending request from outside (API, console). Returns false when no such
     /// request is waiting (unknown, already answered, or timed out): a late answer is
     /// ignored.
@@ -464,7 +496,7 @@ impl Broker {
         let inner = &self.inner;
         if !inner.approver.can_ask() && !inner.external {
             tracing::info!(target: "approvals", id = %req.id, tool = %req.tool, run = %req.run, "approval refused at once: nobody can be asked");
-            return self.resolved(&req, Decision::NoApprover, started);
+            return self.resolved(&req, Decision::NoApprover, started, None);
         }
         let (tx, mut rx) = oneshot::channel();
         inner
@@ -511,9 +543,7 @@ impl Broker {
         if decision == Decision::TimedOut {
             tracing::info!(target: "approvals", id = %req.id, tool = %req.tool, run = %req.run, wait_ms = inner.timeout.as_millis() as u64, "approval timed out; treated as refused");
         }
-        let mut out = self.resolved(&req, decision, started);
-        out.answered_by = by;
-        out
+        self.resolved(&req, decision, started, by)
     }
 
     /// Remember `id` as resolved (the last [`REMEMBERED`] are kept).
@@ -529,17 +559,37 @@ impl Broker {
         }
     }
 
-    fn resolved(&self, req: &ApprovalRequest, decision: Decision, started: Instant) -> ApprovalOutcome {
+    fn resolved(
+        &self,
+        req: &ApprovalRequest,
+        decision: Decision,
+        started: Instant,
+        answered_by: Option<String>,
+    ) -> ApprovalOutcome {
         let waited_ms = started.elapsed().as_millis() as u64;
         tracing::info!(target: "approvals", id = %req.id, tool = %req.tool, run = %req.run, ?decision, waited_ms, "approval resolved");
         self.remember(&req.id);
+        {
+            let mut history = self.inner.history.lock().unwrap_or_else(|p| p.into_inner());
+            history.push_back(AnsweredApproval {
+                request: req.clone(),
+                decision,
+                answered_by: answered_by.clone(),
+                waited_ms,
+                answered_at_ms: unix_ms(),
+            });
+            if history.len() > HISTORY {
+                history.pop_front();
+            }
+        }
         let _ = self.inner.events.send(ApprovalEvent::Resolved {
             id: req.id.clone(),
             run: req.run.clone(),
             decision,
             waited_ms,
+            answered_by: answered_by.clone(),
         });
-        ApprovalOutcome { id: req.id.clone(), decision, waited_ms, answered_by: None }
+        ApprovalOutcome { id: req.id.clone(), decision, waited_ms, answered_by }
     }
 }
 

@@ -15,6 +15,7 @@
 //! o.call_finished("c1", "run-1", "read_file", "ok", 1.5, &[]);
 //! assert_eq!(o.runs()[0].calls, 1);
 //! assert!(o.metrics_text(0).contains("cheng_calls_total{tool=\"read_file\",status=\"ok\"} 1"));
+//! assert_eq!(o.last_minute().calls, 1);
 //! ```
 
 use std::collections::BTreeMap;
@@ -127,7 +128,24 @@ pub struct Observer {
     denials: Family<RightLabel, Counter>,
     compiled: Counter,
     pending: Gauge<i64, std::sync::atomic::AtomicI64>,
+    /// The calls finished in the last minute: (finished at, ms, failed), oldest first.
+    recent: Mutex<std::collections::VecDeque<(u64, f64, bool)>>,
 }
+
+/// The last minute of calls, for the console's strip of figures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LastMinute {
+    /// Calls finished.
+    pub calls: usize,
+    /// Of those, how many ended in an error or a denial.
+    pub errors: usize,
+    /// Their median duration in milliseconds (none without calls).
+    pub p50_ms: Option<f64>,
+}
+
+/// The most calls the last-minute window holds (beyond this rate its figures are of
+/// the latest ones).
+const RECENT_MAX: usize = 20_000;
 
 fn now_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
@@ -173,6 +191,23 @@ impl Observer {
             denials,
             compiled,
             pending,
+            recent: Mutex::default(),
+        }
+    }
+
+    /// Calls finished in the last 60 s: how many, how many failed, their median time.
+    pub fn last_minute(&self) -> LastMinute {
+        let since = now_ms().saturating_sub(60_000);
+        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        while recent.front().is_some_and(|(at, ..)| *at < since) {
+            recent.pop_front();
+        }
+        let mut times: Vec<f64> = recent.iter().map(|(_, ms, _)| *ms).collect();
+        times.sort_by(f64::total_cmp);
+        LastMinute {
+            calls: recent.len(),
+            errors: recent.iter().filter(|(.., failed)| *failed).count(),
+            p50_ms: times.get(times.len() / 2).copied(),
         }
     }
 
@@ -240,6 +275,13 @@ impl Observer {
                 None => false,
             }
         };
+        {
+            let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+            if recent.len() >= RECENT_MAX {
+                recent.pop_front();
+            }
+            recent.push_back((now_ms(), duration_ms, matches!(status, "error" | "denied")));
+        }
         self.calls.get_or_create(&CallLabels { tool: tool.to_string(), status: status.to_string() }).inc();
         self.durations.get_or_create(&ToolLabel { tool: tool.to_string() }).observe(duration_ms / 1000.0);
         for right in denials {

@@ -79,7 +79,17 @@ async fn every_route_answers_the_operator_and_refuses_everyone_else() {
     let s = setup("[approvals]\ntimeout_ms = 1500\n");
     let (server, op, agent) = servers(&s);
     // No token, an agent's token: refused on every route.
-    for path in ["/health", "/metrics", "/api/runs", "/api/approvals", "/api/records", "/api/events", "/api/runs/x"] {
+    for path in [
+        "/health",
+        "/metrics",
+        "/api/runs",
+        "/api/approvals",
+        "/api/approvals/history",
+        "/api/records",
+        "/api/records/x",
+        "/api/events",
+        "/api/runs/x",
+    ] {
         assert_eq!(api(&server, "GET", path, None, None).await.0, 401, "{path}");
         assert_eq!(api(&server, "GET", path, Some(&agent), None).await.0, 403, "{path}");
     }
@@ -135,6 +145,29 @@ async fn every_route_answers_the_operator_and_refuses_everyone_else() {
     let answered = &older["records"][0]["approvals"][0];
     assert_eq!(answered["answered_by"], "operator:alice", "{older}");
     assert_eq!(api(&server, "GET", "/api/records?status=bogus", Some(&op), None).await.0, 400);
+    // One record whole: its arguments, its result and the approval with who gave it.
+    let id = older["records"][0]["id"].as_str().unwrap();
+    let (code, whole) = api(&server, "GET", &format!("/api/records/{id}"), Some(&op), None).await;
+    assert_eq!(code, 200, "{whole}");
+    assert_eq!(whole["arguments"]["args"], json!(["one"]), "{whole}");
+    assert_eq!(whole["result"]["stdout"], "one\n", "{whole}");
+    assert_eq!(whole["approvals"][0]["answered_by"], "operator:alice", "{whole}");
+    assert_eq!(api(&server, "GET", "/api/records/no-such-call", Some(&op), None).await.0, 404);
+    // The history: newest first, the timeout and the operator's answer with the card.
+    let (_, h) = api(&server, "GET", "/api/approvals/history", Some(&op), None).await;
+    let outcomes: Vec<&str> =
+        h["approvals"].as_array().unwrap().iter().map(|a| a["decision"].as_str().unwrap()).collect();
+    assert_eq!(outcomes, ["timed_out", "approved"], "{h}");
+    assert_eq!(h["approvals"][1]["answered_by"], "operator:alice", "{h}");
+    assert!(h["approvals"][0]["answered_by"].is_null(), "a timeout has nobody answering: {h}");
+    assert!(h["approvals"][1]["request"]["asked_by"].as_str().unwrap().contains("token"), "{h}");
+    let (_, h) = api(&server, "GET", "/api/approvals/history?decision=approved&limit=1", Some(&op), None).await;
+    assert_eq!(h["approvals"].as_array().unwrap().len(), 1, "{h}");
+    assert!(h["next_before"].is_null(), "{h}");
+    // The last minute's figures.
+    let (_, health) = api(&server, "GET", "/health", Some(&op), None).await;
+    assert!(health["last_minute"]["calls"].as_u64().unwrap() >= 2, "{health}");
+    assert!(health["last_minute"]["p50_ms"].is_number(), "{health}");
     // A run by id, with its calls; an unknown one is 404.
     let (code, one) = api(&server, "GET", &format!("/api/runs/{}", run["id"].as_str().unwrap()), Some(&op), None).await;
     assert_eq!(code, 200);
@@ -288,6 +321,7 @@ async fn the_console_in_a_real_browser_approves_declines_and_shows_hostile_cards
         .arg(&op)
         .arg(&shot)
         .env("PLAYWRIGHT_CORE", util::target_dir().join("test-runners/node_modules/playwright-core/index.mjs"))
+        .env("AGENT_TOKEN", &agent)
         .current_dir(util::target_dir().join("test-runners"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -301,7 +335,13 @@ async fn the_console_in_a_real_browser_approves_declines_and_shows_hostile_cards
             let _ = tx.send(line.unwrap_or_default());
         }
     });
-    assert_eq!(said(&mut rx).await["ready"], true);
+    let ready = said(&mut rx).await;
+    assert_eq!(ready["ready"], true, "{ready}");
+    // A wrong token and an agent's token are told apart at sign-in.
+    let unknown = ready["signin"]["unknown"].as_str().unwrap();
+    assert!(unknown.contains("does not know that token"), "{ready}");
+    let agent_said = ready["signin"]["agent"].as_str().unwrap();
+    assert!(agent_said.contains("agent's token") && agent_said.contains("operator"), "{ready}");
     let client = std::sync::Arc::new(mcp(&server, &agent).await);
     // Approve: the card appears without a reload, and the MCP call completes with the output.
     let call = shell_call(&client, vec!["from-the-console".into()]);
@@ -332,6 +372,32 @@ async fn the_console_in_a_real_browser_approves_declines_and_shows_hostile_cards
     assert!(!detail.contains('\u{202e}') && !detail.contains('\u{1b}'));
     assert!(shot.exists(), "the screenshot");
     let _ = call.await;
+    // What happened afterwards: the history shows each outcome and who answered it, and
+    // the approved call's record opens to its arguments, result and approval.
+    writeln!(to, "review").unwrap();
+    let review = said(&mut rx).await;
+    assert!(review["error"].is_null(), "{review}");
+    let history = review["history"].as_array().unwrap();
+    let row = |needle: &str| {
+        history.iter().find(|r| r.to_string().contains(needle)).unwrap_or_else(|| panic!("{needle} in {review}"))
+    };
+    let approved = row("from-the-console");
+    assert_eq!(approved[1], "approved", "{approved}");
+    assert!(approved[2].as_str().unwrap().starts_with("operator:"), "who answered: {approved}");
+    assert!(approved[5].as_str().unwrap().contains("token"), "who asked: {approved}");
+    assert_eq!(row("declined-here")[1], "declined");
+    let detail = review["detail"].as_str().unwrap();
+    assert!(detail.contains("from-the-console") && detail.contains("approved by operator:"), "{detail}");
+    assert!(review["strip"].as_str().unwrap().contains("calls/min"), "{review}");
+    // Both widths: nothing overflows the page, no one-line cell wraps.
+    for width in ["wide", "narrow"] {
+        assert_eq!(review[width]["overflow"], false, "{width}: {review}");
+        assert!(review[width]["tallest_line_ratio"].as_f64().unwrap() < 1.9, "{width}: a cell wraps: {review}");
+    }
+    for w in ["1280", "420"] {
+        assert!(util::target_dir().join(format!("console-screenshot-{w}.png")).exists(), "the {w} px screenshot");
+    }
+    assert!(review["errors"].as_array().unwrap().is_empty(), "{review}");
     writeln!(to, "quit").unwrap();
     drop(to);
     let _ = browser.wait();

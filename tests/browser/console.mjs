@@ -1,10 +1,16 @@
 // Drives the operator console in a real headless Chromium (Debian's, through
 // playwright-core), for tests/all/console.rs. Usage:
-//   node console.mjs CONSOLE_URL OPERATOR_TOKEN SCREENSHOT_PATH
-// then one command per line on stdin, one JSON answer per line on stdout:
+//   node console.mjs CONSOLE_URL OPERATOR_TOKEN SCREENSHOT_PATH   (AGENT_TOKEN in the environment)
+// It first signs in with a token the server does not know and with the agent's token,
+// reporting each message, then with the operator's. Then one command per line on stdin,
+// one JSON answer per line on stdout:
 //   approve | decline  — wait for the next card, report its text, click the button
 //   inspect            — wait for the next card, report its text and whether any script
 //                        it carried ran, save a screenshot, then decline it
+//   review             — report the approvals history, open the newest ok record of
+//                        workspace_shell and report its detail, then at 1280 and 420 px
+//                        save a screenshot (SCREENSHOT_PATH with -1280/-420) and report
+//                        the layout: horizontal overflow, the tallest one-line cell
 //   quit
 import readline from "node:readline";
 import { pathToFileURL } from "node:url";
@@ -24,12 +30,50 @@ const errors = [];
 page.on("pageerror", (e) => errors.push(String(e)));
 page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
 await page.goto(url);
+async function refused(candidate) {
+  await page.evaluate(() => { document.getElementById("signin-error").textContent = ""; });
+  await page.fill("#token", candidate);
+  await page.click("#signin-form button");
+  await page.waitForFunction(() => document.getElementById("signin-error").textContent !== "");
+  return page.textContent("#signin-error");
+}
+const unknown = await refused("cheng_not-a-token-this-server-knows");
+const agent = process.env.AGENT_TOKEN ? await refused(process.env.AGENT_TOKEN) : null;
 await page.fill("#token", token);
 await page.click("#signin-form button");
 await page.waitForSelector("#app:not([hidden])");
 await page.waitForSelector("#conn.on");
 const say = (o) => process.stdout.write(JSON.stringify(o) + "\n");
-say({ ready: true, title: await page.title() });
+say({ ready: true, title: await page.title(), signin: { unknown, agent } });
+
+// What an operator sees at this width: the screenshot, and whether anything overflows
+// the page sideways or a one-line cell (a status, a time, a count) wraps.
+async function layout(width) {
+  await page.setViewportSize({ width, height: 900 });
+  await page.waitForTimeout(200);
+  await page.screenshot({ path: shot.replace(/\.png$/, "") + "-" + width + ".png", fullPage: true });
+  return page.evaluate(() => {
+    const line = parseFloat(getComputedStyle(document.body).lineHeight) || 20;
+    // The height of each one-line cell's text (a table cell is as tall as its row).
+    const cells = [...document.querySelectorAll("td.nowrap, .card .left, #conn, .strip li")];
+    const height = (c) => { const r = document.createRange(); r.selectNodeContents(c); return r.getBoundingClientRect().height; };
+    const tallest = Math.max(0, ...cells.map(height));
+    return { overflow: document.documentElement.scrollWidth > window.innerWidth + 1, tallest_line_ratio: tallest / line };
+  });
+}
+
+async function review() {
+  await page.waitForFunction(() => document.querySelectorAll("#history tbody tr").length >= 3, null, { timeout: 15000 });
+  const history = await page.$$eval("#history tbody tr", (rows) =>
+    rows.map((r) => [...r.children].map((c) => c.textContent)));
+  const row = await page.waitForFunction(() => [...document.querySelectorAll("#records tbody tr.clickable")].find(
+    (r) => r.children[1].textContent === "workspace_shell" && r.children[2].textContent === "ok"), null, { timeout: 15000 });
+  await row.asElement().click();
+  await page.waitForSelector("#record-detail:not([hidden])");
+  const detail = await page.textContent("#record-detail");
+  const strip = await page.textContent("#strip");
+  return { history, detail, strip, wide: await layout(1280), narrow: await layout(420) };
+}
 
 const seen = new Set();
 async function nextCard() {
@@ -48,6 +92,14 @@ const rl = readline.createInterface({ input: process.stdin });
 for await (const line of rl) {
   const cmd = line.trim();
   if (cmd === "quit") break;
+  if (cmd === "review") {
+    try {
+      say(Object.assign(await review(), { errors: errors.splice(0) }));
+    } catch (e) {
+      say({ error: String(e) });
+    }
+    continue;
+  }
   try {
     const c = await nextCard();
     const { card, ...info } = c;

@@ -3,11 +3,13 @@
 //!
 //! | route | what |
 //! |---|---|
-//! | `GET /health` | `pendingApprovals`, `activeRuns`, uptime, version, confinement, audit log state |
+//! | `GET /health` | `pendingApprovals`, `activeRuns`, uptime, version, confinement, audit log state, the last minute's calls, errors and median time |
 //! | `GET /api/runs`, `GET /api/runs/{id}` | each run's status (`running`, `awaiting-approval`, `idle`), role, calls; one run's todo list and recent calls |
 //! | `GET /api/approvals` | the requests waiting, oldest first |
 //! | `POST /api/approvals/{id}` | `{"decision": "approve" \| "decline"}`: first answer wins; later: 409 |
+//! | `GET /api/approvals/history` | requests no longer waiting, newest first: who asked, the outcome, who answered, the wait; `decision`, `run`, `before`, `limit` |
 //! | `GET /api/records` | the audit log, newest first: `tool`, `status`, `run`, `since`, `before`, `limit` |
+//! | `GET /api/records/{id}` | one call's record whole: arguments, result, denials, approvals, requests |
 //! | `GET /api/events` | server-sent events: approvals requested and answered, calls started and finished, runs' status |
 //! | `GET /metrics` | Prometheus text |
 //! | `GET /` | the console (a static page; it signs in with an operator token kept in memory) |
@@ -50,7 +52,9 @@ pub(crate) fn routes(host: Host) -> axum::Router {
         .route("/api/runs/{id}", get(run))
         .route("/api/approvals", get(approvals))
         .route("/api/approvals/{id}", post(answer))
+        .route("/api/approvals/history", get(history))
         .route("/api/records", get(records))
+        .route("/api/records/{id}", get(record))
         .route("/api/events", get(events))
         .with_state(host)
 }
@@ -104,6 +108,7 @@ async fn health(State(host): State<Host>) -> Json<Value> {
         "version": env!("CARGO_PKG_VERSION"),
         "confinement": crate::confinement(),
         "audit_log": audit,
+        "last_minute": host.observer().last_minute(),
     }))
 }
 
@@ -168,11 +173,69 @@ mod tests {
         assert!(!target.chars().any(cheng_contract::text::is_hidden_char), "{target:?}");
         assert!(target.contains("\\u{202e}") && target.contains("\\u{1b}"), "{target}");
         assert_eq!(out[0]["right"], "fs_read");
+        // A whole record keeps its lines and tabs; the rest is escaped the same.
+        let whole = shown_whole(json!({"stdout": "one\n\ttwo\u{202e}\u{1b}[2J\r"}));
+        assert_eq!(whole["stdout"], "one\n\ttwo\\u{202e}\\u{1b}[2J\\r");
     }
 }
 
 async fn approvals(State(host): State<Host>) -> Json<Value> {
     Json(serde_json::to_value(host.approvals().pending()).unwrap_or_default())
+}
+
+#[derive(Deserialize)]
+struct HistoryQuery {
+    decision: Option<String>,
+    run: Option<String>,
+    before: Option<u64>,
+    limit: Option<usize>,
+}
+
+/// Requests no longer waiting, newest first, a page at a time (`next_before` is the
+/// `before` of the next page).
+async fn history(State(host): State<Host>, Query(q): Query<HistoryQuery>) -> Response {
+    let decision = q.decision.filter(|d| !d.is_empty());
+    let all = host.approvals().history();
+    let limit = q.limit.unwrap_or(50).clamp(1, 500);
+    let page: Vec<_> = all
+        .iter()
+        .filter(|a| decision.as_deref().is_none_or(|d| a.decision.as_str() == d))
+        .filter(|a| q.run.as_deref().is_none_or(|r| r.is_empty() || a.request.run == r))
+        .filter(|a| q.before.is_none_or(|b| a.answered_at_ms < b))
+        .take(limit + 1)
+        .collect();
+    let next = (page.len() > limit).then(|| page[limit - 1].answered_at_ms);
+    let page = &page[..page.len().min(limit)];
+    Json(json!({"approvals": page, "next_before": next})).into_response()
+}
+
+/// `v` with every string in it escaped as [`shown`] does, except that line breaks and
+/// tabs stay (a whole record's file contents and outputs are read as lines).
+fn shown_whole(v: Value) -> Value {
+    match v {
+        Value::String(s) => Value::String(
+            s.split('\n')
+                .map(|line| line.split('\t').map(cheng_contract::text::escape_line).collect::<Vec<_>>().join("\t"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+        Value::Array(a) => Value::Array(a.into_iter().map(shown_whole).collect()),
+        Value::Object(o) => Value::Object(o.into_iter().map(|(k, v)| (k, shown_whole(v))).collect()),
+        other => other,
+    }
+}
+
+/// One call's record, whole, with every text in it escaped (line breaks kept).
+async fn record(State(host): State<Host>, Path(id): Path<String>) -> Response {
+    let not_found = || (StatusCode::NOT_FOUND, Json(json!({"error": format!("no record of a call \"{id}\"")})));
+    let Some(log) = host.audit_log() else { return not_found().into_response() };
+    match log.read(&Filter::default()) {
+        Ok(all) => match all.iter().rev().find(|r| r.id == id) {
+            Some(r) => Json(shown_whole(serde_json::to_value(r).unwrap_or_default())).into_response(),
+            None => not_found().into_response(),
+        },
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": e.to_string()}))).into_response(),
+    }
 }
 
 #[derive(Deserialize)]
@@ -261,8 +324,9 @@ fn approval_events(ev: ApprovalEvent) -> Vec<Value> {
             json!({"event": "run_status", "run": request.run, "status": "awaiting-approval"}),
             json!({"event": "approval_requested", "request": request, "timeout_ms": timeout_ms}),
         ],
-        ApprovalEvent::Resolved { id, run, decision, waited_ms } => vec![
-            json!({"event": "approval_resolved", "id": id, "run": run, "decision": decision, "waited_ms": waited_ms}),
+        ApprovalEvent::Resolved { id, run, decision, waited_ms, answered_by } => vec![
+            json!({"event": "approval_resolved", "id": id, "run": run, "decision": decision, "waited_ms": waited_ms,
+                   "answered_by": answered_by}),
             json!({"event": "run_status", "run": run, "status": "running"}),
         ],
     }

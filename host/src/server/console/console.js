@@ -1,5 +1,7 @@
-// The operator console: pending approvals (answered here), runs, recent call records,
-// all live from the server's event stream. Everything shown comes from text a model
+// The operator console: a strip of last-minute figures, pending approvals (answered
+// here) and the history of answered ones, runs (each opens to its todos and calls) and
+// call records (paged; each opens to its arguments, result, denials and approvals), all
+// live from the server's event stream. Everything shown comes from text a model
 // wrote, so it is only ever set as text (textContent), never parsed as HTML. The
 // operator token lives in this page's memory and travels in the Authorization header
 // of every request; it is never put in a URL or a cookie.
@@ -18,9 +20,26 @@ async function api(path, options = {}) {
   const headers = Object.assign({ Authorization: "Bearer " + token }, options.headers || {});
   const resp = await fetch(path, Object.assign({}, options, { headers, credentials: "omit" }));
   if (resp.status === 401 || resp.status === 403) {
-    throw new Error("not signed in: " + resp.status);
+    const e = new Error("not signed in: " + resp.status);
+    e.status = resp.status;
+    throw e;
   }
   return resp;
+}
+
+// A time as a person reads it: the time of day for today, with the date otherwise.
+function when(ms) {
+  if (!ms) return "";
+  const d = new Date(ms);
+  const today = new Date().toDateString() === d.toDateString();
+  return today ? d.toLocaleTimeString() : d.toLocaleString();
+}
+
+function duration(ms) {
+  if (ms == null) return "";
+  if (ms < 1000) return Math.round(ms) + " ms";
+  if (ms < 120000) return (ms / 1000).toFixed(1) + " s";
+  return Math.round(ms / 60000) + " min";
 }
 
 function secondsLeft(deadline) {
@@ -40,7 +59,7 @@ function showApproval(request, timeoutMs, waitedMs) {
   text(node.querySelector(".run"), request.run);
   text(node.querySelector(".workspace"), request.workspace || "(not known)");
   text(node.querySelector(".asked-by"), request.asked_by || "(not known)");
-  text(node.querySelector(".asked"), request.requested_at_ms ? new Date(request.requested_at_ms).toLocaleString() : "");
+  text(node.querySelector(".asked"), when(request.requested_at_ms));
   const deadline = Date.now() + Math.max(0, timeoutMs - (waitedMs || 0));
   const left = node.querySelector(".left");
   text(left, secondsLeft(deadline));
@@ -82,47 +101,163 @@ function cell(row, value, cls) {
   return td;
 }
 
-async function loadRuns() {
-  const runs = await (await api("/api/runs")).json();
-  const body = $("runs").querySelector("tbody");
-  body.replaceChildren(
-    ...runs.map((r) => {
-      const tr = document.createElement("tr");
-      cell(tr, r.id);
-      cell(tr, r.status, "status-" + (r.status === "idle" ? "ok" : "running"));
-      cell(tr, r.role);
-      cell(tr, r.workspace || "");
-      cell(tr, r.calls);
-      cell(tr, r.activity || "");
-      return tr;
-    })
-  );
+function el(tag, value, cls) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  return text(e, value);
 }
 
-async function loadRecords() {
+// A panel of labelled values; each value is text, or JSON shown as text.
+function showPanel(panel, title, rows) {
+  const dl = document.createElement("dl");
+  for (const [label, value] of rows) {
+    dl.appendChild(el("dt", label));
+    const dd = document.createElement("dd");
+    const shown = typeof value === "string" ? value : JSON.stringify(value, null, 2);
+    dd.appendChild(el(typeof value === "string" && !value.includes("\n") ? "span" : "pre", shown));
+    dl.appendChild(dd);
+  }
+  const close = el("button", "Close", "close");
+  close.type = "button";
+  close.addEventListener("click", () => { panel.hidden = true; });
+  panel.replaceChildren(el("h3", title), dl, close);
+  panel.hidden = false;
+  panel.scrollIntoView({ block: "nearest" });
+}
+
+async function openRun(id) {
+  const resp = await api("/api/runs/" + encodeURIComponent(id));
+  if (!resp.ok) return showPanel($("run-detail"), "Run " + id, [["", "This run is no longer known to the server."]]);
+  const r = await resp.json();
+  const todos = (r.todos || []).map((t) => "[" + (t.status || "") + "] " + (t.content || t.title || JSON.stringify(t))).join("\n");
+  const calls = (r.recent_calls || []).map((c) => when(c.started_at_ms) + "  " + c.tool + "  " + c.status + "  " + c.preview).join("\n");
+  showPanel($("run-detail"), "Run " + r.id, [
+    ["status", r.status + (r.activity ? ": " + r.activity : "")],
+    ["role", r.role],
+    ["calls", String(r.calls)],
+    ["todos", todos || "(none)"],
+    ["recent calls", calls || "(none)"],
+  ]);
+}
+
+async function openRecord(id) {
+  const resp = await api("/api/records/" + encodeURIComponent(id));
+  if (!resp.ok) return showPanel($("record-detail"), "Call " + id, [["", "This record is not in the audit log."]]);
+  const r = await resp.json();
+  const approvals = (r.approvals || []).map((a) => a.decision + (a.answered_by ? " by " + a.answered_by : "") + " after " + duration(a.waited_ms)).join("\n");
+  showPanel($("record-detail"), r.tool + " · " + r.status, [
+    ["when", when(r.started_at_ms) + " · " + duration(r.duration_ms)],
+    ["run", r.run + " (" + r.role + ")"],
+    ["workspace", r.workspace || ""],
+    ["arguments", r.arguments],
+    ["result", r.result],
+    ["denials", r.denials && r.denials.length ? r.denials : "(none)"],
+    ["approvals", approvals || "(none)"],
+  ]);
+}
+
+function runRow(r, idle) {
+  const tr = document.createElement("tr");
+  tr.className = "clickable";
+  tr.dataset.id = r.id;
+  cell(tr, r.id, "id");
+  if (!idle) cell(tr, r.status, "nowrap status-" + (r.status === "idle" ? "ok" : "running"));
+  cell(tr, r.role);
+  cell(tr, r.workspace || "");
+  cell(tr, r.calls, "nowrap");
+  cell(tr, idle ? when(r.last_ms) : r.activity || "", idle ? "nowrap" : "");
+  tr.addEventListener("click", () => openRun(r.id).catch(() => {}));
+  return tr;
+}
+
+async function loadRuns() {
+  const runs = await (await api("/api/runs")).json();
+  const busy = runs.filter((r) => r.status !== "idle");
+  const idle = runs.filter((r) => r.status === "idle");
+  $("runs").querySelector("tbody").replaceChildren(...busy.map((r) => runRow(r, false)));
+  $("runs").hidden = busy.length === 0;
+  $("runs-empty").hidden = busy.length > 0;
+  $("idle-runs").querySelector("tbody").replaceChildren(...idle.map((r) => runRow(r, true)));
+  text($("idle-count"), idle.length);
+  $("idle").hidden = idle.length === 0;
+}
+
+function recordRow(r) {
+  const tr = document.createElement("tr");
+  tr.className = "clickable";
+  tr.dataset.id = r.id;
+  cell(tr, when(r.started_at_ms), "nowrap");
+  cell(tr, r.tool);
+  cell(tr, r.status, "nowrap status-" + r.status);
+  cell(tr, Math.round(r.duration_ms), "nowrap");
+  cell(tr, r.run, "id");
+  cell(tr, r.preview, "preview");
+  tr.addEventListener("click", () => openRecord(r.id).catch(() => {}));
+  return tr;
+}
+
+let olderThan = null; // the next page's `before`, when there is one
+let pages = 1; // pages shown, so a redraw keeps what "Older" added
+
+async function fetchRecords(before) {
   const q = new URLSearchParams({ limit: "50" });
   for (const [k, id] of [["tool", "f-tool"], ["status", "f-status"], ["run", "f-run"]]) {
     if ($(id).value) q.set(k, $(id).value);
   }
-  const recs = await (await api("/api/records?" + q)).json();
-  const body = $("records").querySelector("tbody");
-  body.replaceChildren(
-    ...recs.records.map((r) => {
+  if (before) q.set("before", String(before));
+  return (await api("/api/records?" + q)).json();
+}
+
+async function loadRecords() {
+  let recs = await fetchRecords(null);
+  const rows = recs.records.map(recordRow);
+  for (let i = 1; i < pages && recs.next_before; i++) {
+    recs = await fetchRecords(recs.next_before);
+    rows.push(...recs.records.map(recordRow));
+  }
+  $("records").querySelector("tbody").replaceChildren(...rows);
+  olderThan = recs.next_before;
+  $("older").hidden = !olderThan;
+}
+
+async function loadOlder() {
+  if (!olderThan) return;
+  const recs = await fetchRecords(olderThan);
+  $("records").querySelector("tbody").append(...recs.records.map(recordRow));
+  pages += 1;
+  olderThan = recs.next_before;
+  $("older").hidden = !olderThan;
+}
+
+async function loadHistory() {
+  const q = new URLSearchParams({ limit: "50" });
+  if ($("h-decision").value) q.set("decision", $("h-decision").value);
+  const h = await (await api("/api/approvals/history?" + q)).json();
+  $("history").querySelector("tbody").replaceChildren(
+    ...h.approvals.map((a) => {
       const tr = document.createElement("tr");
-      cell(tr, new Date(r.started_at_ms).toLocaleTimeString());
-      cell(tr, r.tool);
-      cell(tr, r.status, "status-" + r.status);
-      cell(tr, Math.round(r.duration_ms));
-      cell(tr, r.run);
-      cell(tr, r.preview, "preview");
+      tr.dataset.id = a.request.id;
+      cell(tr, when(a.answered_at_ms), "nowrap");
+      cell(tr, a.decision, "nowrap decision-" + a.decision);
+      cell(tr, a.answered_by || "(nobody)");
+      cell(tr, duration(a.waited_ms), "nowrap");
+      cell(tr, a.request.summary + " · " + a.request.tool, "preview");
+      cell(tr, a.request.asked_by || "");
       return tr;
     })
   );
+  $("history-empty").hidden = h.approvals.length > 0;
 }
 
 async function loadHealth() {
   const h = await (await api("/health")).json();
-  text($("health"), "v" + h.version + " · up " + Math.round(h.uptime_s) + " s · " + h.activeRuns + " active runs · audit log " + h.audit_log);
+  text($("health"), "v" + h.version + " · up " + duration(h.uptime_s * 1000) + " · audit log " + h.audit_log);
+  const m = h.last_minute || {};
+  text($("m-calls"), m.calls ?? 0);
+  text($("m-errors"), m.errors ?? 0);
+  $("m-errors").classList.toggle("bad", (m.errors ?? 0) > 0);
+  text($("m-p50"), m.p50_ms == null ? "–" : duration(m.p50_ms));
+  text($("m-pending"), h.pendingApprovals);
 }
 
 async function loadApprovals() {
@@ -179,6 +314,7 @@ function onEvent(ev) {
       refresh = null;
       loadRuns().catch(() => {});
       loadRecords().catch(() => {});
+      loadHistory().catch(() => {});
       loadHealth().catch(() => {});
     }, 300);
   }
@@ -197,13 +333,19 @@ async function signIn(candidate) {
     await loadHealth();
   } catch (e) {
     token = "";
-    text($("signin-error"), "That token was not accepted.");
+    const why =
+      e.status === 401
+        ? "This server does not know that token. Check it, or make one with `cheng token add --operator`."
+        : e.status === 403
+          ? "That is an agent's token: it calls tools at /mcp but cannot operate. Sign in with an operator token (`cheng token add --operator`)."
+          : "The server did not answer (" + String(e.message || e) + ").";
+    text($("signin-error"), why);
     return;
   }
   text($("signin-error"), "");
   $("signin").hidden = true;
   $("app").hidden = false;
-  await Promise.all([loadRuns(), loadRecords(), loadApprovals()]);
+  await Promise.all([loadRuns(), loadRecords(), loadHistory(), loadApprovals()]);
   follow();
 }
 
@@ -216,8 +358,11 @@ document.addEventListener("DOMContentLoaded", () => {
   });
   $("filter").addEventListener("submit", (e) => {
     e.preventDefault();
+    pages = 1;
     loadRecords();
   });
+  $("older").addEventListener("click", () => loadOlder().catch(() => {}));
+  $("h-decision").addEventListener("change", () => loadHistory().catch(() => {}));
   setInterval(() => {
     for (const p of pending.values()) text(p.left, secondsLeft(p.deadline));
     if (token) loadHealth().catch(() => {});
