@@ -284,6 +284,51 @@ impl Hostile {
     }
 }
 
+/// A server's description is capped before it reaches an agent, and shown escaped to
+/// the operator: `cheng tools` never lets a server's text clear or recolour the terminal.
+#[test]
+fn a_servers_description_is_capped_and_shown_escaped() {
+    let Some(python) = util::python_with("json") else { return };
+    let script = util::repo().join("tests/fixtures/mcp/hostile.py");
+    let state = tempfile::tempdir().unwrap();
+    let ws = util::workspace();
+    let config = state.path().join("cheng.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[mcp_servers]]\nid = \"bad\"\ncommand = {}\nargs = [{}, \"--loud\"]\nfs = \"read\"\n\
+             [roles.agent]\ntools = [\"bad__mutate\"]\n",
+            toml_str(&python),
+            toml_str(&script)
+        ),
+    )
+    .unwrap();
+    let tools = |json: bool| {
+        let mut c = util::cheng_in(ws.path(), state.path());
+        c.arg("--config").arg(&config).arg("tools");
+        if json {
+            c.arg("--json");
+        }
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // What a person reads: one line, escaped, cut.
+    let text = tools(false);
+    let line = text.lines().find(|l| l.starts_with("bad__mutate")).unwrap_or_else(|| panic!("listed: {text}"));
+    assert!(!text.contains('\u{1b}') && !text.contains('\u{202e}'), "raw escapes reach the terminal: {line:?}");
+    assert!(line.contains("\\u{1b}[2J") && line.contains("\\u{202e}"), "{line}");
+    assert!(line.chars().count() < 400, "{} characters", line.chars().count());
+    // What an agent gets: the description cut at the cap, saying so.
+    let doc: Value = serde_json::from_str(&tools(true)).unwrap();
+    let mutate = doc.as_array().unwrap().iter().find(|t| t["name"] == "bad__mutate").unwrap();
+    let d = mutate["description"].as_str().unwrap();
+    let cap = cheng_host::mcp::MAX_DESCRIPTION_CHARS;
+    assert!(d.chars().count() < cap + 100, "{} characters", d.chars().count());
+    // The count in the note is what the server sent (25 characters and 300,000 A's).
+    assert!(d.ends_with(&format!("[description cut at {cap} of 300025 characters]")), "{}", &d[d.len() - 80..]);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_hostile_server_crashes_floods_and_lies_and_the_next_call_still_works() {
     let Some(h) = hostile().await else { return };
