@@ -405,3 +405,102 @@ async fn the_console_in_a_real_browser_approves_declines_and_shows_hostile_cards
         let _ = client.cancel().await;
     }
 }
+
+/// A card whose requester has gone is withdrawn at once, and nothing runs: the client
+/// closing its session (DELETE), and the client's connection dropping mid-call with no
+/// cancel at all. The control: the same card from a client that stays is answered and
+/// its command runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_card_whose_requester_left_is_withdrawn_and_nothing_runs() {
+    let s = setup("[approvals]\ntimeout_ms = 60000\n");
+    let (server, op, agent) = servers(&s);
+    let touch = |name: &str| json!({"name": "workspace_shell", "arguments": {"command": "touch", "args": [name], "purpose": "a console test"}});
+    // Waits until no card is pending; the history's newest outcome.
+    let settled = async |what: &str| -> Value {
+        for _ in 0..100 {
+            let (_, list) = api(&server, "GET", "/api/approvals", Some(&op), None).await;
+            if list.as_array().is_some_and(|l| l.is_empty()) {
+                let (_, h) = api(&server, "GET", "/api/approvals/history?limit=1", Some(&op), None).await;
+                return h["approvals"][0].clone();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("{what}: the card stayed pending after its requester left");
+    };
+
+    // 1. The client closes its session while its call waits.
+    let client = std::sync::Arc::new(mcp(&server, &agent).await);
+    let c = client.clone();
+    let p = touch("closed.txt");
+    let call = tokio::spawn(async move {
+        let p: CallToolRequestParams = serde_json::from_value(p).unwrap();
+        c.call_tool(p).await
+    });
+    let id = wait_pending(&server, &op, 1).await[0]["request"]["id"].as_str().unwrap().to_string();
+    call.abort();
+    let _ = call.await;
+    let client = std::sync::Arc::try_unwrap(client).unwrap_or_else(|_| panic!("one owner"));
+    let _ = client.cancel().await;
+    let last = settled("session closed").await;
+    assert_eq!((last["request"]["id"].as_str(), last["decision"].as_str()), (Some(id.as_str()), Some("withdrawn")));
+    let path = format!("/api/approvals/{id}");
+    let answer = api(&server, "POST", &path, Some(&op), Some(json!({"decision": "approve"}))).await;
+    assert_eq!(answer.0, 409, "an answer to a withdrawn card changes nothing");
+
+    // 2. The connection drops in the middle of the call, with no cancel and no DELETE.
+    let http = reqwest::Client::new();
+    let post = |session: Option<String>, body: Value| {
+        let mut r = http
+            .post(server.url())
+            .bearer_auth(&agent)
+            .header("Accept", "application/json, text/event-stream")
+            .header("Content-Type", "application/json")
+            .body(body.to_string());
+        if let Some(s) = session {
+            r = r.header("Mcp-Session-Id", s).header("Mcp-Protocol-Version", "2025-06-18");
+        }
+        r.send()
+    };
+    let init = post(
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "leaver", "version": "1"}}}),
+    )
+    .await
+    .unwrap();
+    let session = init.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_string());
+    drop(init);
+    post(session.clone(), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await.unwrap();
+    let waiting = post(
+        session.clone(),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": touch("dropped.txt")}),
+    );
+    // Its answer is read until the task is aborted (the response held open meanwhile).
+    let waiting = tokio::spawn(async move { waiting.await.unwrap().bytes().await });
+    let id = wait_pending(&server, &op, 1).await[0]["request"]["id"].as_str().unwrap().to_string();
+    // The response (an event stream) is in flight; dropping it closes the connection.
+    waiting.abort();
+    let last = settled("connection dropped").await;
+    assert_eq!((last["request"]["id"].as_str(), last["decision"].as_str()), (Some(id.as_str()), Some("withdrawn")));
+
+    // The control: a client that stays gets its card answered, and its command runs.
+    let client = std::sync::Arc::new(mcp(&server, &agent).await);
+    let c = client.clone();
+    let call = tokio::spawn(async move {
+        let p: CallToolRequestParams = serde_json::from_value(touch("stayed.txt")).unwrap();
+        c.call_tool(p).await.unwrap()
+    });
+    let id = wait_pending(&server, &op, 1).await[0]["request"]["id"].as_str().unwrap().to_string();
+    let path = format!("/api/approvals/{id}");
+    assert_eq!(api(&server, "POST", &path, Some(&op), Some(json!({"decision": "approve"}))).await.0, 200);
+    assert_ne!(call.await.unwrap().is_error, Some(true));
+    assert!(s.ws.path().join("stayed.txt").exists(), "the control's command ran");
+    // Nothing of the two who left ran.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for name in ["closed.txt", "dropped.txt"] {
+        assert!(!s.ws.path().join(name).exists(), "{name}: a withdrawn command ran");
+    }
+    if let Ok(client) = std::sync::Arc::try_unwrap(client) {
+        let _ = client.cancel().await;
+    }
+}

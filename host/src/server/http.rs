@@ -276,6 +276,13 @@ async fn gate_fn(
     }
     let name = who.name.clone();
     let closing = req.method() == axum::http::Method::DELETE;
+    // A call answered on this request's event stream ends when the connection does: a
+    // client that went away without a cancel leaves no approval card and no command
+    // behind (the MCP handler cancels the call when `gone` fires).
+    let gone = (needs == Access::Agent && req.method() == axum::http::Method::POST).then(CancellationToken::new);
+    if let Some(g) = &gone {
+        req.extensions_mut().insert(RequestGone(g.clone()));
+    }
     let says_json = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -303,7 +310,52 @@ async fn gate_fn(
     {
         gate.sessions.lock().unwrap_or_else(|p| p.into_inner()).insert(sid.to_string(), name);
     }
-    resp
+    let streamed = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    match gone {
+        Some(token) if streamed => resp.map(|body| watched(body, token)),
+        _ => resp,
+    }
+}
+
+/// Fired when the response of the request that carries it is dropped before its end:
+/// the client's connection closed. See [`watched`].
+#[derive(Clone)]
+pub(crate) struct RequestGone(pub(crate) CancellationToken);
+
+/// `body`, which cancels `token` if it is dropped before its last frame was sent.
+fn watched(body: axum::body::Body, token: CancellationToken) -> axum::body::Body {
+    use futures::StreamExt as _;
+    struct Watch {
+        token: CancellationToken,
+        finished: bool,
+    }
+    impl Drop for Watch {
+        fn drop(&mut self) {
+            if !self.finished {
+                self.token.cancel();
+            }
+        }
+    }
+    impl Watch {
+        fn finish(&mut self) {
+            self.finished = true;
+        }
+    }
+    // The closure owns the whole watch (a method call captures all of it, not one
+    // field), so the watch is dropped with the body.
+    let mut watch = Watch { token, finished: false };
+    let mut frames = body.into_data_stream();
+    axum::body::Body::from_stream(futures::stream::poll_fn(move |cx| {
+        let next = frames.poll_next_unpin(cx);
+        if matches!(next, std::task::Poll::Ready(None)) {
+            watch.finish();
+        }
+        next
+    }))
 }
 
 /// Whether `addr` may be served on: loopback always; anything else only with

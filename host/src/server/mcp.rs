@@ -417,8 +417,22 @@ impl ServerHandler for ChengMcp {
             Some(_) => format!("the stdio client{client}"),
             None => format!("token \"{}\"{client}", p.name),
         };
-        let cx_call =
-            Context::new(&workspace).role(role).run(run.clone()).cancel_with(cx.ct.child_token()).caller(caller);
+        // The call ends when the client cancels it, when its session ends, and (over HTTP)
+        // when the connection its answer was to travel on closes: a card nobody will see
+        // answered is withdrawn, and nothing runs for nobody.
+        let ct = cx.ct.child_token();
+        let _done = ct.clone().drop_guard();
+        if let Some(gone) = parts(&cx).and_then(|p| p.extensions.get::<super::http::RequestGone>()).map(|g| g.0.clone())
+        {
+            let ct = ct.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = gone.cancelled() => ct.cancel(),
+                    _ = ct.cancelled() => {}
+                }
+            });
+        }
+        let cx_call = Context::new(&workspace).role(role).run(run.clone()).cancel_with(ct).caller(caller);
         // Approvals may be sent to this client while the call runs.
         let _peer = self.inner.approver.as_ref().map(|a| a.attach(&run, &cx));
         // Subscribed before the call starts, so no request of this run is missed.
