@@ -459,6 +459,18 @@ fn a_remote_bind_needs_allow_remote() {
     );
 }
 
+#[test]
+fn a_busy_port_is_said_once() {
+    let s = setup("");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = s.cheng().args(["serve", "--http", &addr]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("cannot listen on").count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("Address already in use").count(), 1, "{stderr}");
+}
+
 /// Forward every request to `upstream` with `token` as its bearer token, streaming the
 /// response back (the conformance suite has no way to send a token). A Host or Origin that
 /// names the proxy itself is rewritten to name the server, as if the client had connected

@@ -67,8 +67,9 @@ pub struct ServeOptions {
 /// Why serving stopped or could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    /// A socket or stream failed.
-    #[error("{0}")]
+    /// A socket or stream failed. Transparent: its message is said once (a `{0}` message
+    /// with the error also as the source was printed twice in a chain).
+    #[error(transparent)]
     Io(#[from] std::io::Error),
     /// A non-loopback address without `--allow-remote`.
     #[error("{0}")]
