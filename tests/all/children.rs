@@ -300,3 +300,70 @@ async fn an_mcp_servers_daemon_ends_with_the_host_on_every_exit() {
         }
     }
 }
+
+/// A host that is not root isolates its commands all the same. Run as `nobody` (through
+/// `setpriv`, when the tests run as root; otherwise every test here already runs a host
+/// that is not root). The control: two ordinary `nobody` processes, one reads the
+/// other's environment. The attack: a command the same `nobody` host runs looks for its
+/// secret in every `/proc/*/environ` and `cmdline` it can see, and finds neither the host
+/// nor the control process.
+#[test]
+fn a_host_that_is_not_root_isolates_its_commands_too() {
+    // SAFETY: geteuid has no failure mode.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("the tests run as a user that is not root: every host test here is the non-root case");
+        return;
+    }
+    if !util::require("setpriv (util-linux)", std::path::Path::new("/usr/bin/setpriv").exists()) {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt as _;
+    let marker = format!("cheng-nonroot-{}", std::process::id());
+    let home = tempfile::tempdir().unwrap();
+    for d in ["", "ws", "state", "cfg"] {
+        let p = home.path().join(d);
+        std::fs::create_dir_all(&p).unwrap();
+        std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let nobody = |program: &str| {
+        let mut c = std::process::Command::new("/usr/bin/setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).arg(program);
+        c.env_clear().env("PATH", "/usr/bin:/bin").env("HOME", home.path()).env("CHENG_TEST_SECRET", &marker);
+        c.current_dir(home.path());
+        c
+    };
+    let look = "grep -l \"$0\" /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null; echo ppid=$PPID";
+    // The control: an ordinary process of the same user is readable.
+    let mut sleeper = nobody("/bin/sleep").arg("30").spawn().unwrap();
+    let out = nobody("/bin/sh").args(["-c", look, &marker]).output().unwrap();
+    let seen = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(seen.contains(&format!("/proc/{}/environ", sleeper.id())), "control: {seen}");
+    // The attack, from a command the host approved (auto-approve) and ran.
+    let input = json!({"command": "/bin/sh", "args": ["-c", look, &marker]}).to_string();
+    let out = nobody(env!("CARGO_BIN_EXE_cheng"))
+        .env("XDG_CONFIG_HOME", home.path().join("cfg"))
+        .env("CHENG_AUTO_APPROVE", "true")
+        .env("CHENG_LOG", "error")
+        .arg("--state-dir")
+        .arg(home.path().join("state"))
+        .arg("--workspace")
+        .arg(home.path().join("ws"))
+        .args(["--run", &marker, "call", "workspace_shell", &input])
+        .output()
+        .unwrap();
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    });
+    let stdout = doc["stdout"].as_str().unwrap_or_default();
+    assert_eq!(doc["exit_code"], 0, "{doc}");
+    assert!(stdout.contains("ppid=1"), "not in a pid namespace of its own: {doc}");
+    // Only its own processes' files, which hold the marker as an argument: the shell
+    // (pid 2 in its namespace) and its grep.
+    let found: Vec<&str> = stdout.lines().filter(|l| l.starts_with("/proc/")).collect();
+    assert!(found.iter().all(|l| l.ends_with("/cmdline")), "a command read another process's environment: {found:?}");
+    assert!(!found.contains(&format!("/proc/{}/cmdline", sleeper.id()).as_str()), "it saw the control: {found:?}");
+    assert!(found.len() <= 3, "it saw processes outside its namespace: {found:?}");
+}
