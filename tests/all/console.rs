@@ -504,3 +504,76 @@ async fn a_card_whose_requester_left_is_withdrawn_and_nothing_runs() {
         let _ = client.cancel().await;
     }
 }
+
+/// A prompt on the server's terminal whose request is answered elsewhere is taken down at
+/// once, and the next request's prompt is shown: the next answer typed is that one's,
+/// never swallowed by a prompt that no longer counts.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_terminal_prompt_answered_elsewhere_is_taken_down() {
+    use std::sync::{Arc, Mutex};
+    let s = setup("[approvals]\ntimeout_ms = 30000\n");
+    let (op, agent) = (s.token(None, "alice"), s.token(Some("developer"), "agent"));
+    let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+    let quote = |p: &std::path::Path| format!("'{}'", p.display().to_string().replace('\'', "'\\''"));
+    let line = format!(
+        "{} --state-dir {} --workspace {} --config {} serve --http {addr}",
+        quote(std::path::Path::new(env!("CARGO_BIN_EXE_cheng"))),
+        quote(s.state.path()),
+        quote(s.ws.path()),
+        quote(&s.state.path().join("cheng.toml")),
+    );
+    // The server with a pseudo-terminal as its controlling terminal (`script`).
+    let mut child = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .env("CHENG_LOG", "error")
+        .env("XDG_CONFIG_HOME", s.state.path().join("no-config"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut keys = child.stdin.take().unwrap();
+    let screen = Arc::new(Mutex::new(String::new()));
+    let (out, shown) = (child.stdout.take().unwrap(), screen.clone());
+    std::thread::spawn(move || {
+        let mut out = out;
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = std::io::Read::read(&mut out, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            shown.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    let server = Server { child, addr };
+    let on_screen = async |what: &str, times: usize| {
+        for _ in 0..100 {
+            if screen.lock().unwrap().matches(what).count() >= times {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("{what:?} ({times}x) never on the terminal:\n{}", screen.lock().unwrap());
+    };
+    on_screen("serving MCP over HTTP", 1).await;
+    let client = std::sync::Arc::new(mcp(&server, &agent).await);
+
+    // The first request: on the terminal, then answered from the API.
+    let first = shell_call(&client, vec!["first".into()]);
+    on_screen("Approve? [y/N]", 1).await;
+    let id = wait_pending(&server, &op, 1).await[0]["request"]["id"].as_str().unwrap().to_string();
+    let path = format!("/api/approvals/{id}");
+    assert_eq!(api(&server, "POST", &path, Some(&op), Some(json!({"decision": "approve"}))).await.0, 200);
+    assert_eq!(first.await.unwrap()["structured"]["stdout"], "first\n");
+    on_screen("(answered elsewhere)", 1).await;
+
+    // The second: its own prompt, shown at once, and the answer typed is its own.
+    let second = shell_call(&client, vec!["second".into()]);
+    on_screen("Approve? [y/N]", 2).await;
+    keys.write_all(b"y\n").unwrap();
+    assert_eq!(second.await.unwrap()["structured"]["stdout"], "second\n", "{}", screen.lock().unwrap());
+    let (_, h) = api(&server, "GET", "/api/approvals/history?limit=1", Some(&op), None).await;
+    assert_eq!(h["approvals"][0]["answered_by"], "terminal", "{h}");
+    if let Ok(client) = std::sync::Arc::try_unwrap(client) {
+        let _ = client.cancel().await;
+    }
+}

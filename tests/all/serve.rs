@@ -96,7 +96,7 @@ impl Setup {
 
 /// A running `cheng serve --http`; stopped with SIGTERM when dropped.
 pub(crate) struct Server {
-    child: Child,
+    pub(crate) child: Child,
     pub(crate) addr: String,
 }
 
