@@ -99,7 +99,7 @@ impl ApprovalRequest {
             detail: detail.into(),
             purpose: purpose.into(),
             workspace: String::new(),
-            requested_at_ms: unix_ms(),
+            requested_at_ms: crate::unix_ms(),
             asked_by: String::new(),
         }
     }
@@ -365,11 +365,6 @@ struct Pending {
 /// How many answered requests are remembered, to tell a late answer from an unknown id.
 const REMEMBERED: usize = 4096;
 
-/// Unix time in milliseconds.
-fn unix_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
-}
-
 /// How many outcomes the history keeps (the audit log keeps every one with its call).
 const HISTORY: usize = 1000;
 
@@ -576,7 +571,7 @@ impl Broker {
                 decision,
                 answered_by: answered_by.clone(),
                 waited_ms,
-                answered_at_ms: unix_ms(),
+                answered_at_ms: crate::unix_ms(),
             });
             if history.len() > HISTORY {
                 history.pop_front();

@@ -62,6 +62,12 @@ impl Context {
     }
 }
 
+/// The time now, in Unix milliseconds (0 before 1970): the stamp of every record, card
+/// and event.
+pub(crate) fn unix_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
 /// A fresh random id.
 pub fn new_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()

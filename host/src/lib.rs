@@ -111,6 +111,7 @@ pub mod testing;
 
 pub use builder::{HostBuilder, PluginSpec};
 pub use cheng_contract::{FsAccess, Needs};
+pub(crate) use context::unix_ms;
 pub use context::{Context, ToolResult, new_id};
 pub use error::{ErrorKind, HostError};
 pub use host::{Host, ToolInfo};

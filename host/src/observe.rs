@@ -147,10 +147,6 @@ pub struct LastMinute {
 /// the latest ones).
 const RECENT_MAX: usize = 20_000;
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
-}
-
 impl Default for Observer {
     fn default() -> Self {
         Self::new()
@@ -197,7 +193,7 @@ impl Observer {
 
     /// Calls finished in the last 60 s: how many, how many failed, their median time.
     pub fn last_minute(&self) -> LastMinute {
-        let since = now_ms().saturating_sub(60_000);
+        let since = crate::unix_ms().saturating_sub(60_000);
         let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
         while recent.front().is_some_and(|(at, ..)| *at < since) {
             recent.pop_front();
@@ -246,7 +242,7 @@ impl Observer {
             e.role = role.to_string();
             workspace.clone_into(&mut e.workspace);
             e.last_tool = tool.to_string();
-            e.last_ms = now_ms();
+            e.last_ms = crate::unix_ms();
             e.active += 1;
             e.active == 1
         };
@@ -269,7 +265,7 @@ impl Observer {
                 Some(e) => {
                     e.active = e.active.saturating_sub(1);
                     e.calls += 1;
-                    e.last_ms = now_ms();
+                    e.last_ms = crate::unix_ms();
                     e.active == 0
                 }
                 None => false,
@@ -280,7 +276,7 @@ impl Observer {
             if recent.len() >= RECENT_MAX {
                 recent.pop_front();
             }
-            recent.push_back((now_ms(), duration_ms, matches!(status, "error" | "denied")));
+            recent.push_back((crate::unix_ms(), duration_ms, matches!(status, "error" | "denied")));
         }
         self.calls.get_or_create(&CallLabels { tool: tool.to_string(), status: status.to_string() }).inc();
         self.durations.get_or_create(&ToolLabel { tool: tool.to_string() }).observe(duration_ms / 1000.0);

@@ -133,9 +133,8 @@ pub enum Side {
 /// The listed form of a tool's `schema` (see the module's documentation). `glossary`:
 /// the tool is one the server's instructions speak for (a built-in), so the fields
 /// [`GLOSSARY`] names lose their own descriptions at the root.
-pub fn listed(schema: &Value, side: Side, glossary: bool) -> Value {
-    let mut s = schema.clone();
-    let Some(root) = s.as_object_mut() else { return s };
+pub fn listed(mut schema: Value, side: Side, glossary: bool) -> Value {
+    let Some(root) = schema.as_object_mut() else { return schema };
     root.remove("$schema");
     root.remove("title");
     compact(root, side);
@@ -156,7 +155,7 @@ pub fn listed(schema: &Value, side: Side, glossary: bool) -> Value {
             }
         }
     }
-    s
+    schema
 }
 
 /// One schema object, compacted in place at every depth.
@@ -210,9 +209,6 @@ fn unwrap_nullable(p: &mut Map<String, Value>) -> bool {
     }
     let Some(Value::Object(other)) = branches.iter().find(|b| **b != null).cloned() else { return false };
     p.remove("anyOf");
-    if p.get("default") == Some(&Value::Null) {
-        p.remove("default");
-    }
     for (k, v) in other {
         // The property's own description and default stay; the branch fills the rest.
         p.entry(k).or_insert(v);
@@ -297,7 +293,7 @@ mod tests {
 
     #[test]
     fn a_listed_output_says_the_same_in_fewer_words() {
-        let l = listed(&full_output(), Side::Output, true);
+        let l = listed(full_output(), Side::Output, true);
         assert_eq!(
             l,
             json!({
@@ -312,7 +308,7 @@ mod tests {
             })
         );
         // Without the glossary, the fields it names keep their descriptions.
-        let l = listed(&full_output(), Side::Output, false);
+        let l = listed(full_output(), Side::Output, false);
         assert_eq!(l["properties"]["success"]["description"], "True when it worked.");
         assert_eq!(l["properties"]["exit_code"]["description"], "The exit code.");
     }
@@ -327,7 +323,7 @@ mod tests {
                 "max": {"type": "integer", "minimum": 0, "maximum": 10, "default": 5}
             }
         });
-        let l = listed(&full, Side::Input, true);
+        let l = listed(full, Side::Input, true);
         assert_eq!(
             l,
             json!({
@@ -347,7 +343,7 @@ mod tests {
         let mut result =
             json!({"success": true, "exit_code": null, "files": [{"path": "a", "index": "M"}], "count": 1});
         assert!(jsonschema::is_valid(&full, &result));
-        let listed = listed(&full, Side::Output, true);
+        let listed = listed(full.clone(), Side::Output, true);
         // The control: a null the listed schema does not admit.
         assert!(!jsonschema::is_valid(&listed, &result));
         strip_nulls(&mut result);

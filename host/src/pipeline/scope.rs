@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use crate::approvals::ApprovalOutcome;
 use crate::capability::Denial;
@@ -45,7 +45,7 @@ impl CallScope {
             cx: cx.clone(),
             input,
             started: Instant::now(),
-            started_at_ms: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
+            started_at_ms: crate::unix_ms(),
             approvals: Mutex::default(),
             denials: Mutex::default(),
             processes: AtomicUsize::new(0),

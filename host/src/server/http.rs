@@ -118,7 +118,7 @@ impl Gate {
     /// Append one refusal to the access log and the log.
     fn refuse(&self, status: StatusCode, from: SocketAddr, req: &Request, why: &str, token: Option<&str>) -> Response {
         let line = serde_json::json!({
-            "time_ms": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
+            "time_ms": crate::unix_ms(),
             "remote": from.to_string(),
             "method": req.method().as_str(),
             // A refusal is logged before any token is checked: what is echoed is cut.
@@ -413,12 +413,7 @@ pub(crate) fn append_access(path: &std::path::Path, line: &serde_json::Value) {
     use std::os::unix::fs::OpenOptionsExt as _;
     let mut line = line.clone();
     if line.get("time_ms").is_none() {
-        line["time_ms"] = serde_json::json!(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis() as u64)
-                .unwrap_or(0)
-        );
+        line["time_ms"] = serde_json::json!(crate::unix_ms());
     }
     let written = std::fs::OpenOptions::new()
         .create(true)

@@ -260,17 +260,21 @@ impl ChengMcp {
     /// A tool as listed: its schemas in the listed form ([`crate::schema::listed`]), and
     /// hints from its grants, each only where it differs from the specification's default
     /// (not read-only, destructive, open world) — `readOnlyHint` always.
-    fn tool(&self, t: &ToolInfo) -> Tool {
+    fn tool(&self, t: ToolInfo) -> Tool {
         use crate::schema::{Side, listed};
-        let schema = |v: serde_json::Value| Arc::new(v.as_object().cloned().unwrap_or_default());
+        let schema = |v: serde_json::Value| match v {
+            serde_json::Value::Object(m) => Arc::new(m),
+            _ => Arc::default(),
+        };
         let writes = t.needs.fs == FsAccess::Write;
         let mut annotations = ToolAnnotations::new().read_only(!writes && !t.needs.spawn);
         if t.needs.network.is_empty() {
             annotations = annotations.open_world(false);
         }
-        Tool::new(t.name.clone(), t.description.clone(), schema(listed(&t.input_schema, Side::Input, t.builtin)))
-            .with_title(title(&t.name))
-            .with_raw_output_schema(schema(listed(&t.output_schema, Side::Output, t.builtin)))
+        let title = title(&t.name);
+        Tool::new(t.name, t.description, schema(listed(t.input_schema, Side::Input, t.builtin)))
+            .with_title(title)
+            .with_raw_output_schema(schema(listed(t.output_schema, Side::Output, t.builtin)))
             .with_annotations(annotations)
     }
 }
@@ -378,8 +382,14 @@ impl ServerHandler for ChengMcp {
         let p = self.principal(&cx)?;
         let role = p.role.unwrap_or_default();
         let policy = self.inner.host.policy();
-        let tools =
-            self.inner.host.tools().iter().filter(|t| policy.grants(&role, &t.name)).map(|t| self.tool(t)).collect();
+        let tools = self
+            .inner
+            .host
+            .tools()
+            .into_iter()
+            .filter(|t| policy.grants(&role, &t.name))
+            .map(|t| self.tool(t))
+            .collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -421,18 +431,8 @@ impl ServerHandler for ChengMcp {
         // when the connection its answer was to travel on closes: a card nobody will see
         // answered is withdrawn, and nothing runs for nobody.
         let ct = cx.ct.child_token();
-        let _done = ct.clone().drop_guard();
-        if let Some(gone) = parts(&cx).and_then(|p| p.extensions.get::<super::http::RequestGone>()).map(|g| g.0.clone())
-        {
-            let ct = ct.clone();
-            tokio::spawn(async move {
-                tokio::select! {
-                    _ = gone.cancelled() => ct.cancel(),
-                    _ = ct.cancelled() => {}
-                }
-            });
-        }
-        let cx_call = Context::new(&workspace).role(role).run(run.clone()).cancel_with(ct).caller(caller);
+        let gone = parts(&cx).and_then(|p| p.extensions.get::<super::http::RequestGone>()).map(|g| g.0.clone());
+        let cx_call = Context::new(&workspace).role(role).run(run.clone()).cancel_with(ct.clone()).caller(caller);
         // Approvals may be sent to this client while the call runs.
         let _peer = self.inner.approver.as_ref().map(|a| a.attach(&run, &cx));
         // Subscribed before the call starts, so no request of this run is missed.
@@ -450,6 +450,10 @@ impl ServerHandler for ChengMcp {
         let result = loop {
             tokio::select! {
                 r = &mut call => break r,
+                // The call sees the cancellation and ends; this loop waits for it.
+                _ = async { if let Some(g) = &gone { g.cancelled().await } }, if gone.is_some() && !ct.is_cancelled() => {
+                    ct.cancel();
+                }
                 event = approvals.recv(), if listening => match event {
                     Ok(ApprovalEvent::Requested { request, timeout_ms }) if request.run == run => {
                         // Progress values must only increase: the notice takes the next number.

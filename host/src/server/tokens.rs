@@ -167,10 +167,7 @@ impl TokenStore {
             )));
         }
         let secret = format!("cheng_{}{}", crate::new_id(), crate::new_id());
-        let created_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
+        let created_ms = crate::unix_ms();
         list.push(Stored {
             name: name.to_string(),
             kind,
