@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 use wasmtime::component::Linker;
 
 use crate::approvals::{Approver, Broker, RefuseAll};
-use crate::grant::Grant;
-use crate::host::{Host, Inner};
-use crate::pipeline::RecordSink;
+use crate::call::RecordSink;
+use crate::host::Host;
+use crate::pipeline::Inner;
+use crate::plugins::PluginSpec;
 use crate::policy::Config;
 use crate::process::Spawner;
 use crate::records::AuditLog;
@@ -42,19 +43,6 @@ pub struct HostBuilder {
     external_answers: bool,
     protected: Vec<PathBuf>,
     resolver: Arc<dyn crate::egress::Resolve>,
-}
-
-/// A third-party component to load.
-#[derive(Debug, Clone)]
-pub struct PluginSpec {
-    /// Its id (`[a-z][a-z0-9-]{0,15}`); tools register as `<id>__<tool>`.
-    pub id: String,
-    /// The component's bytes.
-    pub wasm: Vec<u8>,
-    /// Where it came from (for messages).
-    pub origin: String,
-    /// What it is granted.
-    pub grant: Grant,
 }
 
 impl Default for HostBuilder {
@@ -292,9 +280,14 @@ impl HostBuilder {
                 message,
             })
         })?;
-        let mcp =
-            crate::mcp::Hub::new(servers, spawner.clone(), egress.clone(), self.state_dir.as_deref(), &mut load_errors)
-                .await;
+        let mcp = crate::sources::mcp::Hub::new(
+            servers,
+            spawner.clone(),
+            egress.clone(),
+            self.state_dir.as_deref(),
+            &mut load_errors,
+        )
+        .await;
         for (server, tools) in mcp.tools() {
             registry.add_mcp(server, tools)?;
         }

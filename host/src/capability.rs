@@ -4,7 +4,7 @@
 //! refused, on what, why, and the message the model sees. The call pipeline calls
 //! [`tool`] before anything runs; every host import calls [`fs`], [`spawn`] (and, for
 //! commands, [`command`] and [`approval`]) as its first statement, and puts any
-//! denial in the call's record. A call's status is `denied` only when the host issued
+//! denial in the call's record. Every denial the host issues is built here. A call's status is `denied` only when the host issued
 //! a denial; a component that merely claims one is reporting an error.
 //!
 //! # Example
@@ -244,6 +244,70 @@ pub fn approval(command: &str, why: &str) -> Denial {
             cheng_contract::text::escape_line(command)
         ),
     )
+}
+
+/// A tool of an MCP server nobody approved; `why` says how it ended.
+pub fn tool_approval(tool: &str, why: &str) -> Denial {
+    Denial::new(
+        Right::Approval,
+        tool,
+        ErrorKind::ApprovalDenied,
+        format!(
+            "The human declined this call of \"{tool}\"{why}. Do not call it again with the same arguments; propose a \
+             different approach or ask the user what to do."
+        ),
+    )
+}
+
+/// A component's own request for approval (`summary`) that was not approved.
+pub fn asked_approval(summary: &str, decision: &str) -> Denial {
+    Denial::new(Right::Approval, summary, ErrorKind::ApprovalDenied, format!("approval {decision}"))
+}
+
+/// A tool of an MCP server whose definition changed since the operator pinned it
+/// (`why`), withheld until the operator accepts it (`server` is the server's id).
+pub fn withheld(tool: &str, server: &str, why: &str) -> Denial {
+    Denial::new(
+        Right::Tool,
+        tool,
+        ErrorKind::NotGranted,
+        format!(
+            "The tool \"{tool}\" is withheld: {why}. Tell the user; the operator reviews it with `cheng mcp diff \
+             {server}` and takes the new definition with `cheng mcp accept {server}`."
+        ),
+    )
+}
+
+/// One more call in `run`, whose budget of `max_calls` is spent.
+pub fn run_budget(run: &str, max_calls: u64) -> Denial {
+    Denial::new(
+        Right::RunBudget,
+        run,
+        ErrorKind::NotGranted,
+        format!(
+            "refused: run \"{run}\" has used its budget of {max_calls} tool calls. Stop calling tools and give your final \
+             answer with what you have."
+        ),
+    )
+}
+
+/// A workspace outside the workspaces `root` while external workspaces are off.
+pub fn workspace(workspace: &std::path::Path, root: &std::path::Path) -> Denial {
+    Denial::new(
+        Right::Workspace,
+        workspace.display().to_string(),
+        ErrorKind::PathRefused,
+        format!(
+            "Refusing workspace \"{}\": it is outside the workspaces root \"{}\" and external workspaces are turned off",
+            workspace.display(),
+            root.display()
+        ),
+    )
+}
+
+/// A network request the egress guard refused (`target`, cut to 512 characters).
+pub fn network(target: &str, message: &str) -> Denial {
+    Denial::new(Right::Network, cheng_contract::text::cut_chars(target, 512), ErrorKind::NotGranted, message)
 }
 
 #[cfg(test)]

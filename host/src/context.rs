@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::{ErrorKind, Status, policy};
+use crate::{ErrorKind, policy};
 
 /// Who is calling, in which workspace, for which run.
 #[derive(Debug, Clone)]
@@ -114,5 +114,31 @@ impl ToolResult {
             "error": message,
         });
         ToolResult { call_id, status, output, error_kind: Some(kind), terminal, duration }
+    }
+}
+
+/// A call's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// The tool ran and answered.
+    Ok,
+    /// The tool (or the host, about the call) reported a failure.
+    Error,
+    /// Policy refused the call before it ran.
+    Denied,
+    /// Still running.
+    Running,
+}
+
+impl Status {
+    /// The status as it is written in records and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Error => "error",
+            Status::Denied => "denied",
+            Status::Running => "running",
+        }
     }
 }

@@ -3,23 +3,15 @@
 //! broker, audit log and load errors. Calls go through the pipeline
 //! ([`crate::pipeline`]).
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Serialize;
-use wasmtime::component::Linker;
 
-use crate::Needs;
 use crate::approvals::Broker;
-use crate::pipeline::RecordSink;
+use crate::pipeline::Inner;
 use crate::policy::{Config, Policy};
-use crate::process::Spawner;
-use crate::records::AuditLog;
-use crate::registry::Registry;
-use crate::runstate::RunStateStore;
-use crate::runtime::cache::ComponentCache;
-use crate::runtime::engine::EngineHandle;
-use crate::runtime::store::StoreState;
+use crate::records::{AuditLog, CallRecord};
+use crate::{Context, Needs, ToolResult};
 
 /// A tool as listed for callers.
 #[derive(Debug, Clone, Serialize)]
@@ -48,28 +40,21 @@ pub struct Host {
     pub(crate) inner: Arc<Inner>,
 }
 
-/// What a host holds; shared by every clone and every call.
-pub(crate) struct Inner {
-    pub(crate) engine: EngineHandle,
-    pub(crate) linker: Linker<StoreState>,
-    pub(crate) cache: ComponentCache,
-    pub(crate) registry: Registry,
-    pub(crate) policy: Policy,
-    pub(crate) config: Config,
-    pub(crate) run_state: RunStateStore,
-    pub(crate) on_compile: Arc<dyn Fn(&str) + Send + Sync>,
-    pub(crate) load_errors: Vec<String>,
-    pub(crate) broker: Broker,
-    pub(crate) records: RecordSink,
-    pub(crate) protected_abs: Vec<PathBuf>,
-    pub(crate) workspaces_root: Option<PathBuf>,
-    pub(crate) spawner: Arc<Spawner>,
-    pub(crate) observer: Arc<crate::observe::Observer>,
-    pub(crate) egress: Arc<crate::egress::Egress>,
-    pub(crate) mcp: crate::mcp::Hub,
-}
-
 impl Host {
+    /// Call `tool` with `input` (a JSON object) under `cx`.
+    ///
+    /// Never panics and never returns a Rust error: every outcome, including an unknown
+    /// tool, a refused grant, bad arguments, a crashed or timed-out component and
+    /// cancellation, is a [`ToolResult`].
+    pub async fn call(&self, cx: &Context, tool: &str, input: serde_json::Value) -> ToolResult {
+        self.inner.call_recorded(cx, tool, input).await.0
+    }
+
+    /// Like [`Host::call`], also returning the call's record.
+    pub async fn call_recorded(&self, cx: &Context, tool: &str, input: serde_json::Value) -> (ToolResult, CallRecord) {
+        self.inner.call_recorded(cx, tool, input).await
+    }
+
     /// Compile (or load from the component cache) every component now, so that no
     /// tool's first call waits for it. A host lists its built-in tools without compiling
     /// them ([`crate::builtin`]); a server calls this in the background as it starts.
@@ -134,7 +119,7 @@ impl Host {
     }
 
     /// The MCP server called `id`, if one is configured and set up.
-    pub fn mcp_server(&self, id: &str) -> Option<&Arc<crate::mcp::Server>> {
+    pub fn mcp_server(&self, id: &str) -> Option<&Arc<crate::sources::mcp::Server>> {
         self.inner.mcp.get(id)
     }
 
@@ -161,18 +146,6 @@ impl Host {
                         if e.name == s.name && crate::builtin::BUILTINS.iter().any(|(f, ..)| *f == c.name)),
                 }
             })
-            .collect()
-    }
-}
-
-impl Inner {
-    /// The protected paths that lie in the workspace at `root`, relative to it.
-    pub(crate) fn protected_in(&self, root: &Path) -> Vec<String> {
-        self.protected_abs
-            .iter()
-            .filter_map(|p| p.strip_prefix(root).ok())
-            .map(|rel| rel.to_string_lossy().into_owned())
-            .filter(|rel| !rel.is_empty())
             .collect()
     }
 }

@@ -66,7 +66,9 @@
 //!
 //! - [`HostBuilder`] (`builder.rs`) sets a host up; [`Host`] (`host.rs`) is what an
 //!   embedder holds.
-//! - [`pipeline`]: one call, stage by stage, from admission to its record.
+//! - [`pipeline`]: one call, stage by stage, from admission to its record;
+//!   [`call`]: what a call carries through them, the one approval path, and the
+//!   sentences a model reads when a call fails.
 //! - [`capability`]: every grant check, engine-free, with typed denials.
 //! - [`policy`]: `cheng.toml` — roles, limits, per-tool settings, the command policy.
 //! - [`grant`]: what a component may touch.
@@ -76,16 +78,27 @@
 //! - [`runtime`]: engine, component cache, per-call stores and limits, WIT bindings.
 //! - [`registry`]: tools by name; [`inspect()`] looks into a component file;
 //!   [`schema`]: tool schemas in the forms clients and models read them.
-//! - [`mcp`]: external MCP servers as tool sources, confined, their definitions pinned.
+//! - [`sources`]: tools beside the components — external MCP servers ([`sources::mcp`]),
+//!   confined, their definitions pinned.
 //! - [`runstate`]: per-run data for components; [`atomic`]: the host's file writes.
-//! - [`server`]: `cheng serve` — MCP over stdio and streamable HTTP, tokens, the
+//! - [`serve`]: `cheng serve` — MCP over stdio and streamable HTTP, tokens, the
 //!   operator API and console; [`observe`]: runs, events and metrics for operators.
+//!
+//! # Layers
+//!
+//! Each module uses only modules below it (`tests/all/layers.rs` checks every
+//! `crate::` path): the leaves ([`atomic`], [`egress`], [`grant`], [`schema`]) →
+//! [`policy`] → errors → [`Context`] → [`approvals`], [`capability`], [`guard`],
+//! [`runstate`] → [`records`], processes → [`call`] → [`runtime`] → [`builtin`],
+//! [`sources`] → [`registry`], [`observe`] → plugins, [`pipeline`] → [`inspect()`],
+//! [`Host`] → [`HostBuilder`] → [`serve`].
 #![deny(missing_docs)]
 
 pub mod approvals;
 pub mod atomic;
 mod builder;
 pub mod builtin;
+pub mod call;
 pub mod capability;
 mod context;
 pub mod egress;
@@ -94,7 +107,6 @@ pub mod grant;
 pub mod guard;
 mod host;
 mod inspect;
-pub mod mcp;
 pub mod observe;
 pub mod pipeline;
 mod plugins;
@@ -105,18 +117,20 @@ pub mod registry;
 pub mod runstate;
 pub mod runtime;
 pub mod schema;
-pub mod server;
+pub mod serve;
+pub mod sources;
 #[doc(hidden)]
 pub mod testing;
 
-pub use builder::{HostBuilder, PluginSpec};
+pub use builder::HostBuilder;
 pub use cheng_contract::{FsAccess, Needs};
 pub(crate) use context::unix_ms;
 pub use context::{Context, ToolResult, new_id};
 pub use error::{ErrorKind, HostError};
 pub use host::{Host, ToolInfo};
 pub use inspect::{Inspection, inspect};
-pub use plugins::valid_plugin_id;
+pub use plugins::PluginSpec;
+pub use policy::valid_plugin_id;
 pub use records::{CallRecord, Status};
 pub use runtime::component::ToolSpec;
 
@@ -141,7 +155,7 @@ pub fn confinement() -> Confinement {
         landlock_abi: process::sandbox::abi_version(),
         landlock: process::sandbox::describe(),
         containment: process::contain::detect().to_string(),
-        mcp_network: process::server::describe_network(),
+        mcp_network: process::mcp_server::describe_network(),
         isolation: process::spawn::describe_isolation().to_string(),
     }
 }

@@ -9,40 +9,25 @@ use std::sync::Arc;
 
 use wasmtime::component::Linker;
 
-use crate::PluginSpec;
 use crate::grant::{FsGrant, Grant};
-use crate::policy::{Config, FsGrantConfig, PluginConfig, Policy};
+use crate::policy::{Config, FsGrantConfig, PluginConfig, Policy, check_grant_folder, valid_plugin_id};
 use crate::registry::Registry;
 use crate::runtime;
 use crate::runtime::cache::ComponentCache;
 use crate::runtime::component::{LoadedComponent, Source};
 use crate::runtime::store::StoreState;
 
-/// Whether `id` is a valid plugin id: `[a-z][a-z0-9-]{0,15}`.
-pub fn valid_plugin_id(id: &str) -> bool {
-    let mut chars = id.chars();
-    matches!(chars.next(), Some('a'..='z'))
-        && id.len() <= 16
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-}
-
-/// Check a plugin's sub-folder grant: relative, inside the workspace, never the whole
-/// workspace for writing, never `.git`.
-/// `who` names the entry in messages (`plugin "x"`, `MCP server "y"`).
-pub(crate) fn check_grant_folder(who: &str, folder: &str, write: bool) -> Result<String, String> {
-    let rel = cheng_contract::paths::lexical(folder, "/")
-        .map_err(|r| format!("{who}: grant folder \"{folder}\" is refused: {r}"))?;
-    let norm = rel.normalized();
-    if folder.starts_with('/') {
-        return Err(format!("{who}: grant folder \"{folder}\" must be relative to the workspace"));
-    }
-    if write && norm == "." {
-        return Err(format!("{who}: a scoped grant never gets write access to the whole workspace; name sub-folders"));
-    }
-    if norm.split('/').any(cheng_contract::paths::is_git_dir_name) {
-        return Err(format!("{who}: grant folder \"{folder}\" would expose .git"));
-    }
-    Ok(norm)
+/// A third-party component to load.
+#[derive(Debug, Clone)]
+pub struct PluginSpec {
+    /// Its id (`[a-z][a-z0-9-]{0,15}`); tools register as `<id>__<tool>`.
+    pub id: String,
+    /// The component's bytes.
+    pub wasm: Vec<u8>,
+    /// Where it came from (for messages).
+    pub origin: String,
+    /// What it is granted.
+    pub grant: Grant,
 }
 
 /// A plugin entry from `cheng.toml`, read and checked (pin, id, grants).

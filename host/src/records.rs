@@ -42,31 +42,7 @@ use sha2::{Digest, Sha256};
 use crate::approvals::ApprovalOutcome;
 use crate::capability::Denial;
 
-/// A call's status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    /// The tool ran and answered.
-    Ok,
-    /// The tool (or the host, about the call) reported a failure.
-    Error,
-    /// Policy refused the call before it ran.
-    Denied,
-    /// Still running.
-    Running,
-}
-
-impl Status {
-    /// The status as it is written in records and metrics.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Ok => "ok",
-            Status::Error => "error",
-            Status::Denied => "denied",
-            Status::Running => "running",
-        }
-    }
-}
+pub use crate::context::Status;
 
 /// Longest preview kept in a record.
 pub const PREVIEW_CHARS: usize = 200;

@@ -13,7 +13,7 @@ pub enum Source {
     /// A component, and the index into its tools.
     Component(Arc<LoadedComponent>, usize),
     /// An external MCP server, and the tool's name there.
-    Mcp(Arc<crate::mcp::Server>, ToolSpec),
+    Mcp(Arc<crate::sources::mcp::Server>, ToolSpec),
 }
 
 /// One registered tool.
@@ -95,7 +95,11 @@ impl Registry {
     }
 
     /// Register the tools of an MCP server, each as `<id>__<tool>`.
-    pub(crate) fn add_mcp(&mut self, server: Arc<crate::mcp::Server>, specs: Vec<ToolSpec>) -> Result<(), HostError> {
+    pub(crate) fn add_mcp(
+        &mut self,
+        server: Arc<crate::sources::mcp::Server>,
+        specs: Vec<ToolSpec>,
+    ) -> Result<(), HostError> {
         for spec in specs {
             self.insert(format!("{}__{}", server.id(), spec.name), Source::Mcp(server.clone(), spec))?;
         }

@@ -8,6 +8,12 @@
 use crate::Failure;
 use crate::wit::cheng::tool::{approval, git, log as wlog, process, run_state};
 
+/// What a directory entry is, and one entry from [`read_dir`] (the contract's types).
+pub use cheng_contract::entries::{DirEntry, EntryKind};
+/// A command for the host to run ([`run_process`]), what happened to it, and how it
+/// ended (the contract's types).
+pub use cheng_contract::process::{CommandOutcome as Outcome, CommandRequest as Command, Termination};
+
 /// The typed git operations [`git_write`] takes, as the `cheng:tool/git` interface
 /// defines them.
 pub use crate::wit::cheng::tool::git::{
@@ -42,65 +48,6 @@ pub fn request_approval(summary: &str, detail: &str, purpose: &str) -> Decision 
     }
 }
 
-/// A command for the host to run.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Command {
-    /// The program.
-    pub command: String,
-    /// Literal arguments.
-    pub args: Vec<String>,
-    /// A shell string instead of `command` + `args` (refused unless the operator allows it).
-    pub shell_string: Option<String>,
-    /// Working directory relative to the workspace root.
-    pub cwd: Option<String>,
-    /// Extra environment variables (subject to the host's allowlist).
-    pub env: Vec<(String, String)>,
-    /// Wall-clock budget in milliseconds.
-    pub timeout_ms: Option<u64>,
-    /// Why, for the approval card.
-    pub purpose: Option<String>,
-}
-
-/// How a process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Termination {
-    /// It exited.
-    Exited,
-    /// Killed at its timeout.
-    TimedOut,
-    /// Killed because the call was cancelled.
-    Cancelled,
-    /// Ended by a signal.
-    Signalled,
-    /// Never started.
-    SpawnFailed,
-}
-
-impl Termination {
-    /// The wire name (`exited`, `timed_out`, …).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Termination::Exited => "exited",
-            Termination::TimedOut => "timed_out",
-            Termination::Cancelled => "cancelled",
-            Termination::Signalled => "signalled",
-            Termination::SpawnFailed => "spawn_failed",
-        }
-    }
-}
-
-impl From<process::Termination> for Termination {
-    fn from(t: process::Termination) -> Termination {
-        match t {
-            process::Termination::Exited => Termination::Exited,
-            process::Termination::TimedOut => Termination::TimedOut,
-            process::Termination::Cancelled => Termination::Cancelled,
-            process::Termination::Signalled => Termination::Signalled,
-            process::Termination::SpawnFailed => Termination::SpawnFailed,
-        }
-    }
-}
-
 /// Ask the host to change a repository in the workspace: the host checks every path
 /// and name, asks a person unless the operator's git rules decide, and runs its own git
 /// with the repository's hooks, filters and configured programs switched off. A git that
@@ -109,61 +56,9 @@ pub fn git_write(req: &GitRequest) -> Result<GitOutcome, Failure> {
     git::write(req).map_err(Failure::from_wit)
 }
 
-/// What happened to a command.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outcome {
-    /// The command as shown to people.
-    pub command_display: String,
-    /// The working directory used.
-    pub cwd: String,
-    /// The exit code when it exited normally.
-    pub exit_code: Option<i32>,
-    /// How it ended.
-    pub termination: Termination,
-    /// Wall-clock milliseconds.
-    pub duration_ms: u64,
-    /// The budget it ran with.
-    pub timeout_ms: u64,
-    /// Captured stdout (head and tail when cut).
-    pub stdout: String,
-    /// Whether stdout was cut.
-    pub stdout_truncated: bool,
-    /// Captured stderr (head and tail when cut).
-    pub stderr: String,
-    /// Whether stderr was cut.
-    pub stderr_truncated: bool,
-    /// The signal that ended it, when signalled.
-    pub signal: Option<i32>,
-    /// Why it could not start, when `termination` is `SpawnFailed`.
-    pub error: Option<String>,
-}
-
 /// Ask the host to run a command (policy, approval, confinement and caps are the host's).
 pub fn run_process(cmd: &Command) -> Result<Outcome, Failure> {
-    let req = process::CommandRequest {
-        command: cmd.command.clone(),
-        args: cmd.args.clone(),
-        shell_string: cmd.shell_string.clone(),
-        cwd: cmd.cwd.clone(),
-        env: cmd.env.clone(),
-        timeout_ms: cmd.timeout_ms,
-        purpose: cmd.purpose.clone(),
-    };
-    let out = process::run(&req).map_err(Failure::from_wit)?;
-    Ok(Outcome {
-        command_display: out.command_display,
-        cwd: out.cwd,
-        exit_code: out.exit_code,
-        termination: out.termination.into(),
-        duration_ms: out.duration_ms,
-        timeout_ms: out.timeout_ms,
-        stdout: out.stdout,
-        stdout_truncated: out.stdout_truncated,
-        stderr: out.stderr,
-        stderr_truncated: out.stderr_truncated,
-        signal: out.signal,
-        error: out.error,
-    })
+    process::run(&cmd.clone().into()).map(Outcome::from).map_err(Failure::from_wit)
 }
 
 /// Read a per-run value this component stored earlier in the same run.
@@ -234,32 +129,6 @@ pub fn may_write(paths: &[String]) -> Result<(), Failure> {
     crate::wit::cheng::tool::fs::may_write(paths).map_err(Failure::from_wit)
 }
 
-/// What a directory entry is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EntryKind {
-    /// A regular file.
-    File,
-    /// A directory.
-    Dir,
-    /// A symbolic link (never followed).
-    Symlink,
-    /// Anything else.
-    Other,
-}
-
-/// One directory entry from [`read_dir`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DirEntry {
-    /// The name; bytes that are not UTF-8 are escaped as `\xNN`.
-    pub name: String,
-    /// False when the name had to be escaped: such an entry cannot be opened by name.
-    pub valid_utf8: bool,
-    /// What it is.
-    pub kind: EntryKind,
-    /// File size in bytes (when asked for; 0 for others).
-    pub size: u64,
-}
-
 /// List a workspace directory in one host call, sorted by name: the fast way to walk
 /// (one call per directory instead of several per entry), and the only way to see names
 /// that are not valid UTF-8. `path` is relative to the workspace root; `sizes` asks for
@@ -267,10 +136,7 @@ pub struct DirEntry {
 pub fn read_dir(path: &str, sizes: bool) -> Result<Vec<DirEntry>, Failure> {
     use crate::wit::cheng::tool::fs as wfs;
     let list = wfs::read_dir(path, sizes).map_err(Failure::from_wit)?;
-    Ok(list
-        .into_iter()
-        .map(|e| DirEntry { name: e.name, valid_utf8: e.valid_utf8, kind: entry_kind(e.kind), size: e.size })
-        .collect())
+    Ok(list.into_iter().map(DirEntry::from).collect())
 }
 
 /// One directory entry with its `lstat`, from [`stat_dirs`].
@@ -309,7 +175,7 @@ pub fn stat_dirs(paths: &[String]) -> Vec<Result<Vec<EntryStat>, Failure>> {
     let one = |e: wfs::EntryStat| EntryStat {
         name: e.name,
         valid_utf8: e.valid_utf8,
-        kind: entry_kind(e.kind),
+        kind: e.kind.into(),
         mode: e.mode,
         size: e.size,
         mtime: (e.mtime_seconds, e.mtime_nanoseconds),
@@ -323,16 +189,6 @@ pub fn stat_dirs(paths: &[String]) -> Vec<Result<Vec<EntryStat>, Failure>> {
         .into_iter()
         .map(|r| r.map_err(Failure::from_wit).map(|list| list.into_iter().map(one).collect()))
         .collect()
-}
-
-fn entry_kind(k: crate::wit::cheng::tool::fs::EntryKind) -> EntryKind {
-    use crate::wit::cheng::tool::fs as wfs;
-    match k {
-        wfs::EntryKind::File => EntryKind::File,
-        wfs::EntryKind::Dir => EntryKind::Dir,
-        wfs::EntryKind::Symlink => EntryKind::Symlink,
-        wfs::EntryKind::Other => EntryKind::Other,
-    }
 }
 
 /// Read a whole workspace file in one host call (the fast way: one call instead of an

@@ -44,6 +44,7 @@
 extern crate self as cheng_sdk;
 
 mod context;
+mod convert;
 mod failure;
 pub mod host;
 mod needs;

@@ -2,6 +2,8 @@
 
 // Shared helpers: building guest programs on demand, temporary workspaces, hosts.
 mod util;
+// The host library's modules in layers: no import points sideways or up.
+mod layers;
 // The foundation's hostile components: every escape attempt contained, with controls.
 mod sandbox;
 // The `cheng` command line, as a user runs it.

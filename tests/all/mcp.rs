@@ -127,13 +127,13 @@ async fn a_long_running_tool_is_cancelled_at_its_timeout_and_a_large_output_is_c
     let r = call.await.unwrap();
     assert_eq!(r.error_kind, Some(ErrorKind::Cancelled), "{}", r.output);
 
-    // A result past output_bytes keeps its head and tail.
+    // A result past output_bytes keeps its head and tail, with the marker every cut text carries.
     let long = format!("HEAD{}TAIL", "z".repeat(60_000));
     let r = host.call(&agent, "every__echo", json!({"message": long})).await;
     assert_eq!(r.status, Status::Ok);
     let text = text_of(&r.output);
     assert_eq!(r.output["truncated"], true);
-    assert!(text.starts_with("Echo: HEAD") && text.ends_with("TAIL") && text.contains("bytes cut"));
+    assert!(text.starts_with("Echo: HEAD") && text.ends_with("TAIL") && text.contains("bytes omitted"));
     assert!(text.len() < 4096 + 100, "{} bytes kept", text.len());
     // And the server still answers.
     let r = host.call(&agent, "every__echo", json!({"message": "still here"})).await;
@@ -323,7 +323,7 @@ fn a_servers_description_is_capped_and_shown_escaped() {
     let doc: Value = serde_json::from_str(&tools(true)).unwrap();
     let mutate = doc.as_array().unwrap().iter().find(|t| t["name"] == "bad__mutate").unwrap();
     let d = mutate["description"].as_str().unwrap();
-    let cap = cheng_host::mcp::MAX_DESCRIPTION_CHARS;
+    let cap = cheng_host::sources::mcp::MAX_DESCRIPTION_CHARS;
     assert!(d.chars().count() < cap + 100, "{} characters", d.chars().count());
     // The count in the note is what the server sent (25 characters and 300,000 A's).
     assert!(d.ends_with(&format!("[description cut at {cap} of 300025 characters]")), "{}", &d[d.len() - 80..]);

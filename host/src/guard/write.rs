@@ -30,31 +30,7 @@ pub struct Written {
     pub bytes: u64,
 }
 
-/// What a directory entry is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EntryKind {
-    /// A regular file.
-    File,
-    /// A directory.
-    Dir,
-    /// A symbolic link (never followed).
-    Symlink,
-    /// Anything else.
-    Other,
-}
-
-/// One directory entry, as [`Guard::read_dir`] reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DirEntry {
-    /// The name, with bytes that are not UTF-8 escaped as `\xNN`.
-    pub name: String,
-    /// False when the name had to be escaped.
-    pub valid_utf8: bool,
-    /// What it is.
-    pub kind: EntryKind,
-    /// File size in bytes (0 for others).
-    pub size: u64,
-}
+pub use cheng_contract::entries::{DirEntry, EntryKind};
 
 /// `bytes` as text, each byte that is not part of valid UTF-8 written `\xNN`.
 pub fn escape_name(bytes: &[u8]) -> String {

@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
-use super::CallScope;
-use crate::capability::{self, Denial, Right};
+use super::Inner;
+use crate::call::CallScope;
+use crate::capability;
 use crate::guard::Guard;
-use crate::host::Inner;
 use crate::records::Status;
 use crate::registry::Entry;
 use crate::{ErrorKind, ToolResult};
@@ -49,15 +49,7 @@ pub(super) fn run(inner: &Inner, scope: &CallScope) -> Result<(), ToolResult> {
     }
     let max_calls = inner.config.runs.max_calls;
     if max_calls > 0 && inner.run_state.count_call(run) > max_calls {
-        return Err(scope.refuse(Denial::new(
-            Right::RunBudget,
-            run,
-            ErrorKind::NotGranted,
-            format!(
-                "refused: run \"{run}\" has used its budget of {max_calls} tool calls. Stop calling tools and give your \
-                 final answer with what you have."
-            ),
-        )));
+        return Err(scope.refuse(capability::run_budget(run, max_calls)));
     }
     Ok(())
 }
@@ -127,16 +119,7 @@ pub(super) fn workspace(inner: &Inner, scope: &CallScope) -> Result<Arc<Guard>, 
         && !inner.config.workspaces.allow_external
         && !guard.root().starts_with(root)
     {
-        return Err(scope.refuse(Denial::new(
-                Right::Workspace,
-                guard.root().display().to_string(),
-                ErrorKind::PathRefused,
-                format!(
-                    "Refusing workspace \"{}\": it is outside the workspaces root \"{}\" and external workspaces are turned off",
-                    guard.root().display(),
-                    root.display()
-                ),
-            )));
+        return Err(scope.refuse(capability::workspace(guard.root(), root)));
     }
     Ok(Arc::new(guard))
 }

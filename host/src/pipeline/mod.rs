@@ -1,5 +1,5 @@
 //! The call pipeline: one call, top to bottom. Every caller — the CLI, an MCP client,
-//! an embedder — comes through [`Host::call`], and every call takes the same stages:
+//! an embedder — comes through [`crate::Host::call`], and every call takes the same stages:
 //!
 //! 1. admission ([`admit`]): the registry, the role's grant, the run, the input, the
 //!    workspace — each refusal a result, never a panic or a Rust error;
@@ -16,38 +16,73 @@
 //! A [`CallScope`] carries the call through all of them.
 
 mod admit;
-mod record;
-mod scope;
 mod settle;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use admit::MAX_INPUT_BYTES;
-pub(crate) use record::RecordSink;
-pub use scope::MAX_REQUESTS_PER_CALL;
-pub(crate) use scope::{CallScope, NetRequest};
 
+use std::path::{Path, PathBuf};
+
+use wasmtime::component::Linker;
+
+use crate::approvals::Broker;
+use crate::call::{CallScope, RecordSink, say};
+use crate::policy::{Config, Policy};
+use crate::process::Spawner;
 use crate::records::{CallRecord, Status};
+use crate::registry::Registry;
+use crate::runstate::RunStateStore;
 use crate::runtime::bindings::CallCaps;
 use crate::runtime::bindings::http::HttpHooks;
+use crate::runtime::cache::ComponentCache;
 use crate::runtime::call::CallSpec;
-use crate::{Context, ErrorKind, Host, ToolResult};
+use crate::runtime::engine::EngineHandle;
+use crate::runtime::store::StoreState;
+use crate::{Context, ErrorKind, ToolResult};
 
-impl Host {
-    /// Call `tool` with `input` (a JSON object) under `cx`.
-    ///
-    /// Never panics and never returns a Rust error: every outcome, including an unknown
-    /// tool, a refused grant, bad arguments, a crashed or timed-out component and
-    /// cancellation, is a [`ToolResult`].
-    pub async fn call(&self, cx: &Context, tool: &str, input: serde_json::Value) -> ToolResult {
-        self.call_recorded(cx, tool, input).await.0
+/// What a host holds; shared by every clone and every call.
+pub(crate) struct Inner {
+    pub(crate) engine: EngineHandle,
+    pub(crate) linker: Linker<StoreState>,
+    pub(crate) cache: ComponentCache,
+    pub(crate) registry: Registry,
+    pub(crate) policy: Policy,
+    pub(crate) config: Config,
+    pub(crate) run_state: RunStateStore,
+    pub(crate) on_compile: Arc<dyn Fn(&str) + Send + Sync>,
+    pub(crate) load_errors: Vec<String>,
+    pub(crate) broker: Broker,
+    pub(crate) records: RecordSink,
+    pub(crate) protected_abs: Vec<PathBuf>,
+    pub(crate) workspaces_root: Option<PathBuf>,
+    pub(crate) spawner: Arc<Spawner>,
+    pub(crate) observer: Arc<crate::observe::Observer>,
+    pub(crate) egress: Arc<crate::egress::Egress>,
+    pub(crate) mcp: crate::sources::mcp::Hub,
+}
+
+impl Inner {
+    /// The protected paths that lie in the workspace at `root`, relative to it.
+    pub(crate) fn protected_in(&self, root: &Path) -> Vec<String> {
+        self.protected_abs
+            .iter()
+            .filter_map(|p| p.strip_prefix(root).ok())
+            .map(|rel| rel.to_string_lossy().into_owned())
+            .filter(|rel| !rel.is_empty())
+            .collect()
     }
 
-    /// Like [`Host::call`], also returning the call's record.
-    pub async fn call_recorded(&self, cx: &Context, tool: &str, input: serde_json::Value) -> (ToolResult, CallRecord) {
+    /// One call, every stage, and its record ([`crate::Host::call_recorded`]).
+    pub(crate) async fn call_recorded(
+        &self,
+        cx: &Context,
+        tool: &str,
+        input: serde_json::Value,
+    ) -> (ToolResult, CallRecord) {
         let scope = Arc::new(CallScope::new(cx, tool, input));
-        let observer = &self.inner.observer;
+        let observer = &self.observer;
         observer.call_started(&scope.id, &cx.run, &cx.role, tool, &cx.workspace.display().to_string());
         let work = async {
             match self.stages(&scope).await {
@@ -61,8 +96,8 @@ impl Host {
                 // A command in flight sees the same token, stops its process tree and
                 // lets the tool report `cancelled` with what the command printed; give
                 // it the kill grace to do so. Anything else is abandoned at once.
-                let grace = Duration::from_millis(self.inner.config.process.kill_grace_ms + 2_000);
-                let cancelled = || scope.fail(Status::Error, ErrorKind::Cancelled, format!("The call to \"{tool}\" was cancelled."));
+                let grace = Duration::from_millis(self.config.process.kill_grace_ms + 2_000);
+                let cancelled = || scope.fail(Status::Error, ErrorKind::Cancelled, say::cancelled(tool));
                 if scope.has_commands() {
                     tokio::time::timeout(grace, &mut work).await.unwrap_or_else(|_| cancelled())
                 } else {
@@ -70,7 +105,7 @@ impl Host {
                 }
             }
         };
-        let (result, mut rec) = self.inner.records.finish(&scope, result);
+        let (result, mut rec) = self.records.finish(&scope, result);
         if rec.arguments.is_null() {
             rec.arguments = crate::records::stored_arguments(&scope.input);
         }
@@ -84,7 +119,7 @@ impl Host {
 
     /// The stages of one call; `Err` carries the result of a call that stopped early.
     async fn stages(&self, scope: &Arc<CallScope>) -> Result<ToolResult, ToolResult> {
-        let inner = &*self.inner;
+        let inner = self;
         // 1. Admission.
         let entry = admit::entry(inner, scope)?;
         admit::grant(inner, scope)?;
@@ -97,7 +132,15 @@ impl Host {
             crate::registry::Source::Component(c, _) => c,
             crate::registry::Source::Mcp(server, spec) => {
                 admit::validated(scope, validation).await?;
-                return Ok(crate::mcp::call::run(inner, scope, server, &spec.name, guard.root()).await);
+                return Ok(crate::sources::mcp::call::run(
+                    &inner.records,
+                    &inner.broker,
+                    scope,
+                    server,
+                    &spec.name,
+                    guard.root(),
+                )
+                .await);
             }
         };
 
@@ -105,16 +148,7 @@ impl Host {
         let pre = component
             .pre(inner.engine.engine(), &inner.linker, &inner.cache, inner.on_compile.as_ref())
             .await
-            .map_err(|e| {
-                scope.fail(
-                    Status::Error,
-                    ErrorKind::Crashed,
-                    format!(
-                        "The tool \"{}\" crashed: {e}. Report this to the user rather than working around it.",
-                        scope.tool
-                    ),
-                )
-            })?;
+            .map_err(|e| scope.crashed(&e.to_string()))?;
         admit::validated(scope, validation).await?;
 
         // 3. What this call gets.
@@ -153,15 +187,10 @@ impl Host {
         });
         let wall = Duration::from_millis(inner.config.limits.wall_ms);
         let Ok(outcome) = tokio::time::timeout(wall, run).await else {
-            return Ok(scope.fail(
-                Status::Error,
-                ErrorKind::Timeout,
-                format!(
-                    "The tool \"{}\" timed out: it ran for {} ms of wall-clock time and was stopped. Do not retry the \
-                     same request; narrow it or report the problem to the user.",
-                    scope.tool, inner.config.limits.wall_ms
-                ),
-            ));
+            return Ok(scope.timed_out(&format!(
+                "it ran for {} ms of wall-clock time and was stopped",
+                inner.config.limits.wall_ms
+            )));
         };
 
         // 6. The outcome.

@@ -7,7 +7,7 @@
 //! reports `not-granted` or `approval-denied` on its own is reporting an error, and is
 //! recorded as one.
 
-use super::CallScope;
+use crate::call::CallScope;
 use crate::records::Status;
 use crate::runtime::call::GuestOutcome;
 use crate::{ErrorKind, ToolResult};

@@ -1,6 +1,6 @@
 //! `[[mcp_servers]]`: external MCP servers whose tools the host offers as its own, each
 //! started by the host under confinement. This module only reads and checks the
-//! entries; [`crate::mcp`] runs the servers.
+//! entries; the MCP sources run the servers.
 //!
 //! ```toml
 //! [[mcp_servers]]
@@ -148,7 +148,7 @@ pub enum Launch {
     },
 }
 
-/// A checked entry: what [`crate::mcp`] runs.
+/// A checked entry: what the MCP sources run.
 #[derive(Debug, Clone)]
 pub struct McpServer {
     /// Its id.
@@ -199,7 +199,7 @@ impl McpServerConfig {
     /// Check the entry; `base` is the configuration file's directory.
     pub fn check(&self, base: &Path) -> Result<McpServer, String> {
         let id = &self.id;
-        if !crate::plugins::valid_plugin_id(id) {
+        if !super::valid_plugin_id(id) {
             return Err(format!("[[mcp_servers]] id \"{id}\" must match [a-z][a-z0-9-]{{0,15}}"));
         }
         let who = format!("MCP server \"{id}\"");
@@ -234,14 +234,8 @@ impl McpServerConfig {
                 ));
             }
             FsGrantConfig::Scoped { read, write } => FsGrant::Scoped {
-                read: read
-                    .iter()
-                    .map(|f| crate::plugins::check_grant_folder(&who, f, false))
-                    .collect::<Result<_, _>>()?,
-                write: write
-                    .iter()
-                    .map(|f| crate::plugins::check_grant_folder(&who, f, true))
-                    .collect::<Result<_, _>>()?,
+                read: read.iter().map(|f| super::check_grant_folder(&who, f, false)).collect::<Result<_, _>>()?,
+                write: write.iter().map(|f| super::check_grant_folder(&who, f, true)).collect::<Result<_, _>>()?,
             },
         };
         let net = match &self.net {
@@ -269,7 +263,7 @@ impl McpServerConfig {
             return Err(format!("{who}: output_bytes must be between 1024 and 67108864"));
         }
         for name in &self.env {
-            if crate::process::host_owned_env(name) || name.is_empty() || name.contains('=') {
+            if super::process::host_owned_env(name) || name.is_empty() || name.contains('=') {
                 return Err(format!(
                     "{who}: env \"{name}\" cannot be passed (the host sets PATH, HOME, TMPDIR and XDG_*)"
                 ));

@@ -5,6 +5,13 @@
 
 use serde::Deserialize;
 
+/// Names the host sets for every command; neither a request nor an operator's entry may
+/// change them, because each decides what a command reads or runs (`HOME` and `XDG_*`
+/// locate its configuration, `PATH` its programs, `TMPDIR` its scratch space).
+pub fn host_owned_env(name: &str) -> bool {
+    matches!(name, "PATH" | "HOME" | "TMPDIR") || name.starts_with("XDG_")
+}
+
 /// Default wall-clock budget of a command.
 pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
 /// The longest budget a request may ask for; longer ones are clamped.

@@ -12,12 +12,7 @@ use crate::policy::process::{DEFAULT_ENV, ProcessConfig, env_never_passed};
 
 use super::Refusal;
 
-/// Names the host sets for every command; a request may not change them, because each
-/// decides what a command reads or runs (`HOME` and `XDG_*` locate its configuration,
-/// `PATH` its programs, `TMPDIR` its scratch space).
-pub fn host_owned(name: &str) -> bool {
-    matches!(name, "PATH" | "HOME" | "TMPDIR") || name.starts_with("XDG_")
-}
+pub use crate::policy::process::host_owned_env as host_owned;
 
 /// Whether `name` is on the allowlist: the defaults or the operator's `[process] env`.
 pub fn listed(cfg: &ProcessConfig, name: &str) -> bool {

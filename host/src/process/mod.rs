@@ -32,11 +32,11 @@ mod environment;
 mod git;
 pub(crate) mod git_write;
 mod launchers;
+pub(crate) mod mcp_server;
 mod resolve;
 mod rules;
 mod run;
 pub(crate) mod sandbox;
-pub(crate) mod server;
 mod shellwords;
 pub(crate) mod spawn;
 
@@ -53,29 +53,10 @@ use crate::ErrorKind;
 use crate::guard::Guard;
 use crate::policy::process::{MAX_TIMEOUT_MS, ProcessConfig, RuleDecision};
 
-/// Whether the host sets `name` for every process it starts (no entry may set it).
-pub(crate) fn host_owned_env(name: &str) -> bool {
-    environment::host_owned(name)
-}
-
 /// A request, as the component sent it.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Request {
-    /// Program.
-    pub command: String,
-    /// Arguments.
-    pub args: Vec<String>,
-    /// Shell string instead.
-    pub shell_string: Option<String>,
-    /// Working directory, workspace-relative.
-    pub cwd: Option<String>,
-    /// Extra environment.
-    pub env: Vec<(String, String)>,
-    /// Budget in ms.
-    pub timeout_ms: Option<u64>,
-    /// Why.
-    pub purpose: Option<String>,
-}
+pub(crate) use cheng_contract::process::CommandRequest as Request;
+/// What happened to a command, and how it ended.
+pub(crate) use cheng_contract::process::{CommandOutcome as Outcome, Termination};
 
 /// A refusal before anything ran.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -153,50 +134,6 @@ impl Prepared {
     pub fn cwd_abs(&self) -> PathBuf {
         if self.cwd_rel == "." { self.root.clone() } else { self.root.join(&self.cwd_rel) }
     }
-}
-
-/// How a command ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Termination {
-    /// It exited.
-    Exited,
-    /// Killed at its timeout.
-    TimedOut,
-    /// Killed because the call was cancelled.
-    Cancelled,
-    /// Ended by a signal.
-    Signalled,
-    /// Never started.
-    SpawnFailed,
-}
-
-/// What happened.
-#[derive(Debug, Clone)]
-pub(crate) struct Outcome {
-    /// Display form.
-    pub command_display: String,
-    /// Workspace-relative cwd.
-    pub cwd: String,
-    /// Exit code when it exited.
-    pub exit_code: Option<i32>,
-    /// How it ended.
-    pub termination: Termination,
-    /// The signal, when signalled.
-    pub signal: Option<i32>,
-    /// Wall time.
-    pub duration_ms: u64,
-    /// The budget.
-    pub timeout_ms: u64,
-    /// Captured stdout.
-    pub stdout: String,
-    /// Cut?
-    pub stdout_truncated: bool,
-    /// Captured stderr.
-    pub stderr: String,
-    /// Cut?
-    pub stderr_truncated: bool,
-    /// Why it could not start.
-    pub error: Option<String>,
 }
 
 /// Starts processes for one host.

@@ -10,6 +10,7 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 use super::bindings::http::HttpHooks;
 use super::bindings::{CallCaps, ChengCtx, ToolPre, types};
 use super::store::{CapturedOutput, CpuBudget, Limiter, StoreState};
+use crate::call::say;
 use crate::error::ErrorKind;
 use crate::grant::Mount;
 use crate::guard::Guard;
@@ -191,11 +192,7 @@ pub(crate) async fn call(spec: CallSpec<'_>) -> GuestOutcome {
             Ok(v) if v.is_object() => GuestOutcome::Ok(v),
             _ => GuestOutcome::Failed {
                 kind: ErrorKind::Crashed,
-                message: format!(
-                    "The tool \"{}\" crashed: it returned output that is not a JSON object. \
-                     Report this to the user instead of retrying.",
-                    spec.display_name
-                ),
+                message: say::crashed(spec.display_name, "it returned output that is not a JSON object"),
                 terminal: true,
             },
         },
@@ -205,23 +202,16 @@ pub(crate) async fn call(spec: CallSpec<'_>) -> GuestOutcome {
                 let ms = store.data().cheng.budget().limit().as_millis();
                 return GuestOutcome::Failed {
                     kind: ErrorKind::Timeout,
-                    message: format!(
-                        "The tool \"{}\" timed out: it used its whole CPU budget of {ms} ms and was \
-                         stopped. Do not retry the same request; narrow it or report the problem \
-                         to the user.",
-                        spec.display_name
+                    message: say::timed_out(
+                        spec.display_name,
+                        &format!("it used its whole CPU budget of {ms} ms and was stopped"),
                     ),
                     terminal: true,
                 };
             }
             GuestOutcome::Failed {
                 kind: ErrorKind::Crashed,
-                message: format!(
-                    "The tool \"{}\" crashed: {}. Report this to the user rather than working \
-                     around it.",
-                    spec.display_name,
-                    trap_text(&e, &store, &err)
-                ),
+                message: say::crashed(spec.display_name, &trap_text(&e, &store, &err)),
                 terminal: true,
             }
         }

@@ -6,40 +6,22 @@ use std::time::Instant;
 
 use super::ChengView;
 use super::generated::cheng::tool::approval::{ApprovalRequest, Decision, Host};
-use crate::approvals;
-use crate::capability::{Denial, Right};
+use crate::call::Answer;
+use crate::capability;
 
 impl Host for ChengView<'_> {
     async fn request(&mut self, req: ApprovalRequest) -> Decision {
         let Ok(caps) = self.caps() else { return Decision::Declined };
         let started = Instant::now();
         let scope = caps.scope.clone();
-        let card = approvals::ApprovalRequest::new(
-            &scope.cx.run,
-            &scope.cx.role,
-            &scope.tool,
-            req.summary,
-            req.detail,
-            req.purpose,
-        )
-        .of_call(&scope.cx);
-        let summary = card.summary.clone();
-        let outcome = tokio::select! {
-            o = caps.broker.request(card) => Some(o),
-            _ = scope.cx.cancel.cancelled() => None,
-        };
+        let summary = req.summary.clone();
+        let card = scope.card(req.summary, req.detail, req.purpose);
+        let answer = scope.ask(&caps.broker, card, |d| capability::asked_approval(&summary, d.as_str())).await;
         self.ctx.budget.add_wait(started.elapsed());
-        let Some(outcome) = outcome else { return Decision::Declined };
-        let decision = outcome.decision;
-        scope.approval(outcome);
-        if !decision.approved() {
-            scope.deny(Denial::new(
-                Right::Approval,
-                summary,
-                cheng_contract::ErrorKind::ApprovalDenied,
-                format!("approval {}", decision.as_str()),
-            ));
+        match answer {
+            Answer::Go { .. } => Decision::Approved,
+            Answer::Cancelled => Decision::Declined,
+            Answer::Refused { decision, .. } => decision.into(),
         }
-        decision.into()
     }
 }

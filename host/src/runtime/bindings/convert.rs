@@ -3,12 +3,15 @@
 //! crossing the boundary as something else.
 
 use super::generated::cheng::tool::approval::Decision as WitDecision;
-use super::generated::cheng::tool::fs::EntryKind as WitEntryKind;
-use super::generated::cheng::tool::process::Termination as WitTermination;
+use super::generated::cheng::tool::fs::{DirEntry as WitDirEntry, EntryKind as WitEntryKind};
+use super::generated::cheng::tool::git::WriteOutcome;
+use super::generated::cheng::tool::process::{
+    CommandOutcome as WitOutcome, CommandRequest as WitRequest, Termination as WitTermination,
+};
 use super::types::{ErrorKind as WitKind, Failure, FsAccess as WitFsAccess};
 use crate::approvals::Decision;
-use crate::guard::EntryKind;
-use crate::process::Termination;
+use cheng_contract::entries::{DirEntry, EntryKind};
+use cheng_contract::process::{CommandOutcome, CommandRequest, Termination};
 use cheng_contract::{ErrorKind, FsAccess};
 
 impl From<ErrorKind> for WitKind {
@@ -85,6 +88,92 @@ impl From<EntryKind> for WitEntryKind {
             EntryKind::Symlink => WitEntryKind::Symlink,
             EntryKind::Other => WitEntryKind::Other,
         }
+    }
+}
+
+impl From<DirEntry> for WitDirEntry {
+    fn from(e: DirEntry) -> WitDirEntry {
+        let DirEntry { name, valid_utf8, kind, size } = e;
+        WitDirEntry { name, valid_utf8, kind: kind.into(), size }
+    }
+}
+
+impl From<WitRequest> for CommandRequest {
+    fn from(r: WitRequest) -> CommandRequest {
+        let WitRequest { command, args, shell_string, cwd, env, timeout_ms, purpose } = r;
+        CommandRequest { command, args, shell_string, cwd, env, timeout_ms, purpose }
+    }
+}
+
+impl From<CommandOutcome> for WitOutcome {
+    fn from(o: CommandOutcome) -> WitOutcome {
+        let CommandOutcome {
+            command_display,
+            cwd,
+            exit_code,
+            termination,
+            duration_ms,
+            timeout_ms,
+            stdout,
+            stdout_truncated,
+            stderr,
+            stderr_truncated,
+            signal,
+            error,
+        } = o;
+        WitOutcome {
+            command_display,
+            cwd,
+            exit_code,
+            termination: termination.into(),
+            duration_ms,
+            timeout_ms,
+            stdout,
+            stdout_truncated,
+            stderr,
+            stderr_truncated,
+            signal,
+            error,
+        }
+    }
+}
+
+/// A git write's outcome: the command's, in the repository at `repository` (relative to
+/// the workspace), with the branch and head after it.
+pub(crate) fn write_outcome(
+    o: CommandOutcome,
+    repository: String,
+    branch: Option<String>,
+    head: Option<String>,
+) -> WriteOutcome {
+    // Destructured whole: a field added to the outcome must be placed here too.
+    let CommandOutcome {
+        command_display,
+        cwd: _,
+        exit_code,
+        termination,
+        duration_ms,
+        timeout_ms: _,
+        stdout,
+        stdout_truncated,
+        stderr,
+        stderr_truncated,
+        signal: _,
+        error,
+    } = o;
+    WriteOutcome {
+        command_display,
+        repository,
+        exit_code,
+        termination: termination.into(),
+        duration_ms,
+        stdout,
+        stdout_truncated,
+        stderr,
+        stderr_truncated,
+        error,
+        branch,
+        head,
     }
 }
 

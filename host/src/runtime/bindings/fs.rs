@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::generated::cheng::tool::fs::{self as wfs, Host, WriteResult};
 use super::generated::cheng::tool::types::{ErrorKind, Failure};
-use super::{ChengView, failure as fail};
+use super::{ChengView, failure as fail, refused};
 use crate::capability::{self, Refused};
 use crate::guard::{Guard, GuardError, ReadError, WriteError};
 
@@ -20,11 +20,7 @@ impl ChengView<'_> {
         let root = caps.guard.root().to_string_lossy();
         match capability::fs(&caps.mounts, &caps.protected, path, write, &root) {
             Ok(_) => Ok(caps.guard.clone()),
-            Err(Refused::Denied(d)) => {
-                let f = Failure { kind: d.kind.into(), message: d.message.clone(), terminal: true };
-                caps.scope.deny(d);
-                Err(f)
-            }
+            Err(Refused::Denied(d)) => Err(refused(&caps.scope, d)),
             Err(Refused::Invalid { kind, message }) => Err(fail(kind, message)),
         }
     }
@@ -108,10 +104,7 @@ impl Host for ChengView<'_> {
     async fn read_dir(&mut self, path: String, sizes: bool) -> Result<Vec<wfs::DirEntry>, Failure> {
         let guard = self.fs_access(&path, false)?;
         let entries = guard.read_dir(&path, sizes).map_err(failure)?;
-        Ok(entries
-            .into_iter()
-            .map(|e| wfs::DirEntry { name: e.name, valid_utf8: e.valid_utf8, kind: e.kind.into(), size: e.size })
-            .collect())
+        Ok(entries.into_iter().map(wfs::DirEntry::from).collect())
     }
 
     async fn stat_dirs(&mut self, paths: Vec<String>) -> Vec<Result<Vec<wfs::EntryStat>, Failure>> {

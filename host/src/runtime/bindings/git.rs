@@ -5,12 +5,11 @@
 //! repository's programs switched off ([`crate::process::git_write`]). Every refusal
 //! goes into the call's record.
 
-use std::time::Instant;
-
+use super::ChengView;
 use super::generated::cheng::tool::git::{Host, Operation as WitOp, WriteOutcome, WriteRequest};
 use super::generated::cheng::tool::types::Failure;
-use super::process::{approve, denied};
-use super::{ChengView, failure};
+use super::process::{approve_and_run, refusal};
+use super::refused;
 use crate::capability;
 use crate::policy::process::RuleDecision;
 use crate::process::Tier;
@@ -35,7 +34,7 @@ fn operation(op: WitOp) -> Operation {
 impl Host for ChengView<'_> {
     async fn write(&mut self, req: WriteRequest) -> Result<WriteOutcome, Failure> {
         let caps = self.caps()?;
-        let scope = caps.scope.clone();
+        let scope = &caps.scope;
         let request = GitRequest {
             cwd: req.cwd,
             operation: operation(req.operation),
@@ -43,54 +42,17 @@ impl Host for ChengView<'_> {
             purpose: req.purpose,
         };
         let name = request.operation.name();
-        if let Err(d) = capability::spawn(caps.spawn, &caps.component, "git") {
-            let f = denied(&d);
-            scope.deny(d);
-            return Err(f);
-        }
-        let prepared = match caps.spawner.prepare_git(&caps.guard, &request) {
-            Ok(p) => p,
-            Err(r) if r.is_policy() => {
-                let d = capability::command(&format!("git {name}"), r.kind, &r.message);
-                let f = denied(&d);
-                scope.deny(d);
-                return Err(f);
-            }
-            Err(r) => return Err(failure(r.kind, r.message)),
-        };
-        let started = Instant::now();
+        capability::spawn(caps.spawn, &caps.component, "git").map_err(|d| refused(scope, d))?;
+        let prepared =
+            caps.spawner.prepare_git(&caps.guard, &request).map_err(|r| refusal(scope, &format!("git {name}"), r))?;
         let PreparedGit { prepared, repo, summary, detail } = prepared;
         let allowed = (prepared.decision == RuleDecision::Allow).then(|| {
             tracing::info!(target: "cheng::process", run = %scope.cx.run, operation = name,
                 repository = %repo.top.display(), "git operation allowed by an operator rule without asking");
             Tier::Unasked { network: false }
         });
-        let asked = approve(caps, allowed, summary, detail, prepared.purpose.clone(), &prepared.display).await;
-        let tier = match asked {
-            Ok(t) => t,
-            Err(f) => {
-                self.ctx.budget.add_wait(started.elapsed());
-                return Err(f);
-            }
-        };
-        scope.commands(1);
-        let out = caps.spawner.run(prepared, tier, &scope.cx.cancel).await;
-        scope.commands(-1);
-        self.ctx.budget.add_wait(started.elapsed());
+        let out = approve_and_run(self, prepared, allowed, summary, detail).await?;
         let (branch, head) = repo.head();
-        Ok(WriteOutcome {
-            command_display: out.command_display,
-            repository: repo.top_rel,
-            exit_code: out.exit_code,
-            termination: out.termination.into(),
-            duration_ms: out.duration_ms,
-            stdout: out.stdout,
-            stdout_truncated: out.stdout_truncated,
-            stderr: out.stderr,
-            stderr_truncated: out.stderr_truncated,
-            error: out.error,
-            branch,
-            head,
-        })
+        Ok(super::convert::write_outcome(out, repo.top_rel, branch, head))
     }
 }

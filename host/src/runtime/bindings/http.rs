@@ -18,9 +18,9 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
-use crate::capability::{Denial, Right};
+use crate::call::{CallScope, MAX_REQUESTS_PER_CALL, NetRequest};
+use crate::capability;
 use crate::egress::{CheckError, Egress, Reach};
-use crate::pipeline::{CallScope, MAX_REQUESTS_PER_CALL, NetRequest};
 
 /// The hook's state in one store: the guard, the component's reach, and the call
 /// (none while a component describes itself: every request is refused then).
@@ -48,8 +48,7 @@ fn refuse(scope: Option<&CallScope>, entry: Option<&NetRequest>, target: &str, m
         e.refuse(&message);
     }
     if let Some(s) = scope {
-        let target = cheng_contract::text::cut_chars(target, 512);
-        s.deny(Denial::new(Right::Network, target, cheng_contract::ErrorKind::NotGranted, message.clone()));
+        s.deny(capability::network(target, &message));
     }
     Error::InternalError(Some(message))
 }

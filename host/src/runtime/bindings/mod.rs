@@ -49,9 +49,9 @@ pub use generated::cheng::tool::types;
 use wasmtime::component::{HasData, Linker};
 
 use crate::approvals::Broker;
+use crate::call::CallScope;
 use crate::grant::Mount;
 use crate::guard::Guard;
-use crate::pipeline::CallScope;
 use crate::process::Spawner;
 use crate::runstate::RunState;
 use crate::runtime::store::CpuBudget;
@@ -119,6 +119,14 @@ impl ChengView<'_> {
             )
         })
     }
+}
+
+/// Record `d` as the host's denial in `scope`'s record and return it as the guest's
+/// failure (terminal: the same request will be refused again).
+pub(crate) fn refused(scope: &CallScope, d: crate::capability::Denial) -> types::Failure {
+    let f = types::Failure { kind: d.kind.into(), message: d.message.clone(), terminal: true };
+    scope.deny(d);
+    f
 }
 
 /// Store data that holds a [`ChengCtx`].

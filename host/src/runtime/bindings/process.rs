@@ -9,127 +9,80 @@ use std::time::Instant;
 
 use super::generated::cheng::tool::process::{CommandOutcome, CommandRequest, Host};
 use super::generated::cheng::tool::types::Failure;
-use super::{CallCaps, ChengView, failure};
-use crate::approvals::{self, Decision};
+use super::{ChengView, failure, refused};
+use crate::call::{Answer, CallScope, say, why_not};
 use crate::capability;
 use crate::policy::process::RuleDecision;
-use crate::process::{self as proc_, Tier};
+use crate::process::{self as proc_, Outcome, Prepared, Tier};
 use cheng_contract::ErrorKind;
 
-pub(super) fn denied(d: &capability::Denial) -> Failure {
-    Failure { kind: d.kind.into(), message: d.message.clone(), terminal: true }
+/// A request the command policy refused (recorded as a denial), or one that cannot be
+/// run as written (a plain failure).
+pub(super) fn refusal(scope: &CallScope, shown: &str, r: proc_::Refusal) -> Failure {
+    if r.is_policy() {
+        refused(scope, capability::command(shown, r.kind, &r.message))
+    } else {
+        failure(r.kind, r.message)
+    }
 }
 
-/// The tier a command runs at: `allowed` when an operator rule let it run without
-/// asking, else a person's answer to the card. A refusal, a timeout or nobody to ask is
-/// a failure, recorded as a denial with the approval on the call's record.
-pub(super) async fn approve(
-    caps: &CallCaps,
+/// The sequence every command source shares once its request is prepared: the tier it
+/// runs at — `allowed` when an operator rule let it run without asking, else a
+/// person's answer to the card (a refusal, a timeout or nobody to ask is a failure,
+/// recorded as a denial) — then the command, counted on the call while it runs. Time
+/// spent waiting is taken off the CPU budget.
+pub(super) async fn approve_and_run(
+    view: &mut ChengView<'_>,
+    prepared: Prepared,
     allowed: Option<Tier>,
     summary: String,
     detail: String,
-    purpose: String,
-    display: &str,
-) -> Result<Tier, Failure> {
-    if let Some(tier) = allowed {
-        return Ok(tier);
-    }
+) -> Result<Outcome, Failure> {
+    let caps = view.caps()?;
     let scope = &caps.scope;
-    let card = approvals::ApprovalRequest::new(&scope.cx.run, &scope.cx.role, &scope.tool, summary, detail, purpose)
-        .of_call(&scope.cx);
-    let broker = caps.broker.clone();
-    let decision = tokio::select! {
-        o = broker.request(card) => Some(o),
-        _ = scope.cx.cancel.cancelled() => None,
-    };
-    let Some(outcome) = decision else {
-        return Err(failure(
-            ErrorKind::Cancelled,
-            "The call was cancelled while the command waited for approval; nothing ran.",
-        ));
-    };
-    let d = outcome.decision;
-    scope.approval(outcome);
-    match d {
-        Decision::Approved => Ok(Tier::Approved),
-        // Approved without asking anyone: no person saw the command.
-        Decision::AutoApproved => Ok(Tier::Unasked { network: false }),
-        _ => {
-            let why = match d {
-                Decision::TimedOut => " (nobody answered in time)",
-                Decision::NoApprover => " (nobody could be asked)",
-                Decision::Withdrawn => " (the call ended before an answer)",
-                _ => "",
-            };
-            let denial = capability::approval(display, why);
-            let f = denied(&denial);
-            scope.deny(denial);
-            Err(f)
+    let started = Instant::now();
+    let tier = match allowed {
+        Some(tier) => tier,
+        None => {
+            let card = scope.card(summary, detail, prepared.purpose.clone());
+            let display = &prepared.display;
+            let answer = scope.ask(&caps.broker, card, |d| capability::approval(display, why_not(d))).await;
+            match answer {
+                Answer::Go { asked: true } => Tier::Approved,
+                // Approved without asking anyone: no person saw the command.
+                Answer::Go { asked: false } => Tier::Unasked { network: false },
+                Answer::Cancelled => {
+                    view.ctx.budget.add_wait(started.elapsed());
+                    return Err(failure(ErrorKind::Cancelled, say::cancelled_waiting("nothing ran")));
+                }
+                Answer::Refused { denial, .. } => {
+                    view.ctx.budget.add_wait(started.elapsed());
+                    return Err(Failure { kind: denial.kind.into(), message: denial.message, terminal: true });
+                }
+            }
         }
-    }
+    };
+    scope.commands(1);
+    let out = caps.spawner.run(prepared, tier, &scope.cx.cancel).await;
+    scope.commands(-1);
+    view.ctx.budget.add_wait(started.elapsed());
+    Ok(out)
 }
 
 impl Host for ChengView<'_> {
     async fn run(&mut self, req: CommandRequest) -> Result<CommandOutcome, Failure> {
         let caps = self.caps()?;
-        let scope = caps.scope.clone();
-        if let Err(d) = capability::spawn(caps.spawn, &caps.component, &req.command) {
-            let f = denied(&d);
-            scope.deny(d);
-            return Err(f);
-        }
-        let request = proc_::Request {
-            command: req.command,
-            args: req.args,
-            shell_string: req.shell_string,
-            cwd: req.cwd,
-            env: req.env,
-            timeout_ms: req.timeout_ms,
-            purpose: req.purpose,
-        };
-        let prepared = match caps.spawner.prepare(&caps.guard, &request) {
-            Ok(p) => p,
-            Err(r) if r.is_policy() => {
-                let shown = request.shell_string.clone().unwrap_or_else(|| request.command.clone());
-                let d = capability::command(&shown, r.kind, &r.message);
-                let f = denied(&d);
-                scope.deny(d);
-                return Err(f);
-            }
-            Err(r) => return Err(failure(r.kind, r.message)),
-        };
-        let started = Instant::now();
+        let scope = &caps.scope;
+        capability::spawn(caps.spawn, &caps.component, &req.command).map_err(|d| refused(scope, d))?;
+        let request = proc_::Request::from(req);
+        let shown = request.shell_string.as_deref().unwrap_or(&request.command);
+        let prepared = caps.spawner.prepare(&caps.guard, &request).map_err(|r| refusal(scope, shown, r))?;
         let allowed = (prepared.decision == RuleDecision::Allow).then(|| {
             tracing::info!(target: "cheng::process", run = %scope.cx.run,
                 command = %cheng_contract::text::escape_line(&prepared.display), "allowed by an operator rule without asking");
             Tier::Unasked { network: prepared.rule_network }
         });
         let (summary, detail) = proc_::card(&prepared);
-        let asked = approve(caps, allowed, summary, detail, prepared.purpose.clone(), &prepared.display).await;
-        let tier = match asked {
-            Ok(t) => t,
-            Err(f) => {
-                self.ctx.budget.add_wait(started.elapsed());
-                return Err(f);
-            }
-        };
-        scope.commands(1);
-        let out = caps.spawner.run(prepared, tier, &scope.cx.cancel).await;
-        scope.commands(-1);
-        self.ctx.budget.add_wait(started.elapsed());
-        Ok(CommandOutcome {
-            command_display: out.command_display,
-            cwd: out.cwd,
-            exit_code: out.exit_code,
-            termination: out.termination.into(),
-            duration_ms: out.duration_ms,
-            timeout_ms: out.timeout_ms,
-            stdout: out.stdout,
-            stdout_truncated: out.stdout_truncated,
-            stderr: out.stderr,
-            stderr_truncated: out.stderr_truncated,
-            signal: out.signal,
-            error: out.error,
-        })
+        Ok(approve_and_run(self, prepared, allowed, summary, detail).await?.into())
     }
 }

@@ -10,7 +10,7 @@
 //!
 //! - [`pins`]: definitions hashed and stored the first time they are seen; a changed
 //!   one is withheld until `cheng mcp accept ID`.
-//! - `conn`: one live connection — the process ([`crate::process::server`], confined
+//! - `conn`: one live connection — the process ([`crate::process::mcp_server`], confined
 //!   by Landlock on reads and writes and without the network unless granted), MCP
 //!   over its stdio through rmcp's client, the host's own framing and bounds.
 //! - `call`: the pipeline's stage for these tools.
@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use crate::grant::FsGrant;
 use crate::policy::mcp::{DEFAULT_MESSAGE_BYTES, Launch, McpServer};
 use crate::process::Spawner;
-use crate::process::server::ServerLaunch;
+use crate::process::mcp_server::ServerLaunch;
 use crate::runtime::component::ToolSpec;
 use cheng_contract::{FsAccess, Needs};
 use conn::Conn;

@@ -9,7 +9,7 @@ use crate::ErrorKind;
 use crate::policy::OnRecordFailure;
 use crate::records::{AuditLog, CallRecord, Status};
 
-use super::scope::CallScope;
+use super::CallScope;
 use crate::ToolResult;
 
 /// The host's record sink.
@@ -28,14 +28,7 @@ impl RecordSink {
             }
             OnRecordFailure::Refuse => {
                 tracing::error!(target: "cheng::records", call = %scope.id, "call refused: {why}");
-                Some(scope.fail(
-                    Status::Error,
-                    ErrorKind::Io,
-                    format!(
-                        "The audit log is unavailable ({why}); no tool runs until it can be written again. \
-                         Report this to the user; retrying will not help until the operator fixes it."
-                    ),
-                ))
+                Some(scope.fail(Status::Error, ErrorKind::Io, super::say::log_unavailable(why)))
             }
         }
     }

@@ -14,14 +14,14 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use cheng_host::server::{ServeOptions, serve};
+//! use cheng_host::serve::{ServeOptions, serve};
 //!
 //! let host = cheng_host::HostBuilder::new().build().await?;
 //! let opts = ServeOptions {
 //!     stdio: false,
 //!     http: Some("127.0.0.1:8931".parse()?),
 //!     allow_remote: false,
-//!     workspace: cheng_host::server::workspace::WorkspaceChoice::Given("/path/to/project".into()),
+//!     workspace: cheng_host::serve::workspace::WorkspaceChoice::Given("/path/to/project".into()),
 //!     role: "developer".into(),
 //!     state_dir: "/var/lib/cheng".into(),
 //! };

@@ -9,7 +9,7 @@
 //! # Example
 //!
 //! ```
-//! use cheng_host::server::tokens::{Kind, TokenStore};
+//! use cheng_host::serve::tokens::{Kind, TokenStore};
 //!
 //! let dir = std::env::temp_dir().join(format!("tokens-doc-{}", std::process::id()));
 //! let store = TokenStore::new(&dir);

@@ -119,6 +119,16 @@ impl CallScope {
         ToolResult::failure(self.id.clone(), status, kind, message, kind.default_terminal(), self.elapsed())
     }
 
+    /// The tool crashed: `why` says how.
+    pub fn crashed(&self, why: &str) -> ToolResult {
+        self.fail(Status::Error, ErrorKind::Crashed, super::say::crashed(&self.tool, why))
+    }
+
+    /// The tool ran out of time: `how` says which budget.
+    pub fn timed_out(&self, how: &str) -> ToolResult {
+        self.fail(Status::Error, ErrorKind::Timeout, super::say::timed_out(&self.tool, how))
+    }
+
     /// A denial issued before the component ran: recorded, and the call's result.
     pub fn refuse(&self, denial: Denial) -> ToolResult {
         let r = self.fail(Status::Denied, denial.kind, denial.message.clone());

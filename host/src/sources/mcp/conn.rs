@@ -20,7 +20,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 use super::pins::{Pinned, pin_of};
-use crate::process::server::ServerProcess;
+use crate::process::mcp_server::ServerProcess;
 
 /// How much of a server's stderr is kept for messages.
 const STDERR_TAIL: usize = 2048;

@@ -9,24 +9,17 @@ use std::time::Duration;
 use rmcp::model::CallToolRequestParams;
 
 use super::Server;
-use crate::approvals::{ApprovalRequest, Decision};
-use crate::capability::{Denial, Right};
-use crate::host::Inner;
-use crate::pipeline::CallScope;
+use crate::approvals::Broker;
+use crate::call::{Answer, CallScope, RecordSink, say, why_not};
+use crate::capability;
 use crate::records::Status;
 use crate::{ErrorKind, ToolResult};
 
-fn crashed(scope: &CallScope, why: &str) -> ToolResult {
-    scope.fail(
-        Status::Error,
-        ErrorKind::Crashed,
-        format!("The tool \"{}\" crashed: {why}. Report this to the user rather than working around it.", scope.tool),
-    )
-}
-
-/// Call `tool` of `server` with `input` (already admitted and validated).
+/// Call `tool` of `server` with `input` (already admitted and validated); its records
+/// go to `records`, its approval card to `broker`.
 pub(crate) async fn run(
-    inner: &Inner,
+    records: &RecordSink,
+    broker: &Broker,
     scope: &Arc<CallScope>,
     server: &Arc<Server>,
     tool: &str,
@@ -36,22 +29,22 @@ pub(crate) async fn run(
     if let Some(why) = server.withheld(tool) {
         return withheld(scope, &id, &why);
     }
-    if let Err(r) = inner.records.start(scope) {
+    if let Err(r) = records.start(scope) {
         return r;
     }
     if server.config().approve.asks(tool)
-        && let Err(r) = approve(inner, scope, server, tool).await
+        && let Err(r) = approve(broker, scope, server, tool).await
     {
         return r;
     }
     let conn = match server.conn(root).await {
         Ok(c) => c,
-        Err(why) => return crashed(scope, &why),
+        Err(why) => return scope.crashed(&why),
     };
     if conn.watch.list_changed.load(std::sync::atomic::Ordering::SeqCst)
         && let Err(why) = server.refresh(&conn).await
     {
-        return crashed(scope, &why);
+        return scope.crashed(&why);
     }
     if let Some(why) = server.withheld(tool) {
         return withheld(scope, &id, &why);
@@ -63,16 +56,10 @@ pub(crate) async fn run(
     let result = match answer {
         Err(_) => {
             // Dropping the request told the server to cancel it.
-            return scope.fail(
-                Status::Error,
-                ErrorKind::Timeout,
-                format!(
-                    "The tool \"{}\" timed out: the MCP server \"{id}\" did not answer within {} ms and was told to \
-                     cancel. Do not retry the same request; narrow it or report the problem to the user.",
-                    scope.tool,
-                    budget.as_millis()
-                ),
-            );
+            return scope.timed_out(&format!(
+                "the MCP server \"{id}\" did not answer within {} ms and was told to cancel",
+                budget.as_millis()
+            ));
         }
         Ok(Err(rmcp::ServiceError::McpError(e))) => {
             return scope.fail(
@@ -84,7 +71,7 @@ pub(crate) async fn run(
                 ),
             );
         }
-        Ok(Err(e)) => return crashed(scope, &conn.why(&e.to_string())),
+        Ok(Err(e)) => return scope.crashed(&conn.why(&e.to_string())),
         Ok(Ok(r)) => r,
     };
     server.succeeded(root).await;
@@ -102,72 +89,24 @@ pub(crate) async fn run(
 }
 
 fn withheld(scope: &CallScope, id: &str, why: &str) -> ToolResult {
-    scope.refuse(Denial::new(
-        Right::Tool,
-        scope.tool.clone(),
-        ErrorKind::NotGranted,
-        format!(
-            "The tool \"{}\" is withheld: {why}. Tell the user; the operator reviews it with `cheng mcp diff {id}` and \
-             takes the new definition with `cheng mcp accept {id}`.",
-            scope.tool
-        ),
-    ))
+    scope.refuse(capability::withheld(&scope.tool, id, why))
 }
 
 /// Ask a person, showing the server, the tool and the exact arguments.
-async fn approve(inner: &Inner, scope: &Arc<CallScope>, server: &Server, tool: &str) -> Result<(), ToolResult> {
+async fn approve(broker: &Broker, scope: &Arc<CallScope>, server: &Server, tool: &str) -> Result<(), ToolResult> {
     let args = scope.input.to_string();
     let detail = format!("MCP server \"{}\" ({}), tool \"{tool}\", arguments: {args}", server.id(), server.display());
-    let card = ApprovalRequest::new(
-        &scope.cx.run,
-        &scope.cx.role,
-        &scope.tool,
-        format!("{}: {tool} {}", server.id(), cheng_contract::text::cut_chars(&args, 80)),
-        detail,
-        String::new(),
-    )
-    .of_call(&scope.cx);
-    let outcome = tokio::select! {
-        o = inner.broker.request(card) => o,
-        _ = scope.cx.cancel.cancelled() => {
-            return Err(scope.fail(Status::Error, ErrorKind::Cancelled,
-                "The call was cancelled while it waited for approval; nothing was sent to the server.".into()));
-        }
-    };
-    let d = outcome.decision;
-    scope.approval(outcome);
-    match d {
-        Decision::Approved | Decision::AutoApproved => Ok(()),
-        _ => {
-            let why = match d {
-                Decision::TimedOut => " (nobody answered in time)",
-                Decision::NoApprover => " (nobody could be asked)",
-                Decision::Withdrawn => " (the call ended before an answer)",
-                _ => "",
-            };
-            Err(scope.refuse(Denial::new(
-                Right::Approval,
-                scope.tool.clone(),
-                ErrorKind::ApprovalDenied,
-                format!(
-                    "The human declined this call of \"{}\"{why}. Do not call it again with the same arguments; propose \
-                     a different approach or ask the user what to do.",
-                    scope.tool
-                ),
-            )))
-        }
+    let summary = format!("{}: {tool} {}", server.id(), cheng_contract::text::cut_chars(&args, 80));
+    let card = scope.card(summary, detail, String::new());
+    match scope.ask(broker, card, |d| capability::tool_approval(&scope.tool, why_not(d))).await {
+        Answer::Go { .. } => Ok(()),
+        Answer::Cancelled => Err(scope.fail(
+            Status::Error,
+            ErrorKind::Cancelled,
+            say::cancelled_waiting("nothing was sent to the server"),
+        )),
+        Answer::Refused { denial, .. } => Err(scope.fail(Status::Denied, denial.kind, denial.message)),
     }
-}
-
-/// Head and tail of `text` in at most `cap` bytes, with what was cut said in between.
-fn head_tail(text: &str, cap: usize) -> String {
-    if text.len() <= cap {
-        return text.to_string();
-    }
-    let half = cap / 2;
-    let head = &text[..text.floor_char_boundary(half)];
-    let tail = &text[text.ceil_char_boundary(text.len() - half)..];
-    format!("{head}\n[… {} bytes cut …]\n{tail}", text.len() - head.len() - tail.len())
 }
 
 /// The result as the tool's output: content blocks with their text (and data) within
@@ -189,7 +128,7 @@ fn capped(result: &serde_json::Value, cap: usize) -> serde_json::Value {
             if s.len() <= left {
                 left -= s.len();
             } else if key == "text" {
-                let kept = head_tail(&s, left.max(64));
+                let (kept, _) = cheng_contract::text::head_tail(&s, left.max(128));
                 left = left.saturating_sub(kept.len());
                 obj[key] = serde_json::Value::String(kept);
                 truncated = true;
@@ -227,7 +166,11 @@ mod tests {
         let text = format!("BEGIN{}END", "x".repeat(100_000));
         let out = capped(&json!({"content": [{"type": "text", "text": text}]}), 4096);
         let kept = out["content"][0]["text"].as_str().unwrap();
-        assert!(kept.starts_with("BEGIN") && kept.ends_with("END") && kept.contains("bytes cut"), "{}", &kept[..80]);
+        assert!(
+            kept.starts_with("BEGIN") && kept.ends_with("END") && kept.contains("bytes omitted"),
+            "{}",
+            &kept[..80]
+        );
         assert!(kept.len() < 4096 + 64);
         assert_eq!(out["truncated"], true);
         let small = capped(&json!({"content": [{"type": "text", "text": "hi"}], "isError": true}), 4096);

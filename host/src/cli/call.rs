@@ -1,0 +1,118 @@
+//! `cheng tools` (the tools a host offers, as a table or JSON) and `cheng call` (one
+//! call; its output, or its whole record, on stdout; the exit code says how it ended).
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+use anyhow::Result;
+use cheng_host::{Context, Host, Status};
+use serde_json::json;
+
+use super::args::Cli;
+use super::{EXIT_DENIED, EXIT_ERROR, UsageError, emit_json, known_role, workspace_of};
+
+/// `cheng tools [--json]`.
+pub fn tools(host: &Host, json: bool) -> Result<u8> {
+    let tools = host.tools();
+    if json {
+        let list: Vec<_> = tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "name": t.name,
+                    "description": t.description,
+                    "input_schema": t.input_schema,
+                    "output_schema": t.output_schema,
+                    "component": t.component,
+                    "component_tool": t.component_tool,
+                })
+            })
+            .collect();
+        emit_json(&list)?;
+        return Ok(0);
+    }
+    let mut out = std::io::stdout().lock();
+    for t in &tools {
+        let first = t.description.split(". ").next().unwrap_or("");
+        // A plugin's tool is called by its registered name; the name inside the
+        // component is shown beside it when they differ.
+        let origin = if t.component_tool == t.name {
+            t.component.clone()
+        } else {
+            format!("{}:{}", t.component, t.component_tool)
+        };
+        // A server's or plugin's text is shown, never interpreted by the terminal
+        // (escape sequences, bidi overrides), and cut.
+        let esc = |s: &str| cheng_contract::text::escape_line(&cheng_contract::text::cut_chars(s, 200));
+        writeln!(out, "{:<24} {:<16} {}", esc(&t.name), esc(&origin), esc(first))?;
+    }
+    Ok(0)
+}
+
+/// The input of `cheng call`: absent (`{}`), `-` for stdin, or the JSON text itself.
+fn input(arg: Option<&str>) -> Result<serde_json::Value> {
+    let text = match arg {
+        None => "{}".to_string(),
+        Some("-") => {
+            let mut s = String::new();
+            std::io::stdin().read_to_string(&mut s).map_err(|e| match e.kind() {
+                std::io::ErrorKind::InvalidData => {
+                    anyhow::Error::new(UsageError("the input on stdin is not valid UTF-8 (JSON is UTF-8)".into()))
+                }
+                _ => anyhow::Error::new(e).context("cannot read the input from stdin"),
+            })?;
+            s
+        }
+        Some(s) => s.to_string(),
+    };
+    Ok(serde_json::from_str(&text).map_err(|e| UsageError(format!("the input is not valid JSON: {e}")))?)
+}
+
+/// `cheng call TOOL [INPUT] [--record]`.
+pub async fn call(
+    cli: &Cli,
+    state: &Option<PathBuf>,
+    host: Host,
+    tool: &str,
+    arg: Option<&str>,
+    record: bool,
+) -> Result<u8> {
+    let value = input(arg)?;
+    let workspace = workspace_of(&cli.workspace, state)?;
+    let role = match &cli.role {
+        Some(r) => r.clone(),
+        None => {
+            let r = host.policy().default_role().to_string();
+            eprintln!("cheng: calling as role \"{r}\" (the default; --role to change)");
+            r
+        }
+    };
+    known_role(host.policy(), &role)?;
+    let mut cx = Context::new(workspace).role(role);
+    if let Some(run) = &cli.run {
+        cx = cx.run(run.clone());
+    }
+    let token = cx.cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("cheng: cancelling the call");
+            token.cancel();
+        }
+    });
+    tracing::debug!(target: "cheng::startup", "calling");
+    let (result, rec) = host.call_recorded(&cx, tool, value).await;
+    tracing::debug!(target: "cheng::startup", "called");
+    // The process exits right after printing: dropping the host would only unmap
+    // compiled code first.
+    std::mem::forget(host);
+    if record {
+        emit_json(&rec)?;
+    } else {
+        emit_json(&result.output)?;
+    }
+    Ok(match result.status {
+        Status::Ok => 0,
+        Status::Denied => EXIT_DENIED,
+        _ => EXIT_ERROR,
+    })
+}

@@ -1,0 +1,126 @@
+//! Commands that need no engine, answered before any host starts: `records`,
+//! `plugin inspect`, `approvals` / `approve` / `decline` (over a running server's
+//! socket), `token` and `settings`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result, bail};
+use cheng_host::policy::Config;
+use cheng_host::records::{Filter, Status};
+use serde_json::json;
+
+use super::args::{Cli, Command, PluginCommand, SettingsCommand, StatusArg, TokenCommand};
+use super::{EXIT_ERROR, EXIT_USAGE, UsageError, emit_json, known_role, need_state, settings};
+
+/// Answer `cli`'s command if it is one of these: `Some(exit code)`, else `None`.
+pub async fn run(cli: &Cli, config: &Config, state: &Option<PathBuf>) -> Result<Option<u8>> {
+    let code = match &cli.command {
+        Command::Records { status, tool, last } => {
+            let filter =
+                Filter { status: status.map(status_of), tool: tool.clone(), run: cli.run.clone(), last: *last };
+            let recs = cheng_host::records::read_log(&need_state(state)?.join("audit.jsonl"), &filter)?;
+            emit_json(&recs)?;
+            0
+        }
+        Command::Plugin { action: PluginCommand::Inspect { file } } => inspect(file).await?,
+        Command::Approvals => approvals(&need_state(state)?, json!({"op": "list"})).await?,
+        Command::Approve { id } => {
+            approvals(&need_state(state)?, json!({"op": "answer", "id": id, "approve": true})).await?
+        }
+        Command::Decline { id } => {
+            approvals(&need_state(state)?, json!({"op": "answer", "id": id, "approve": false})).await?
+        }
+        Command::Token { action } => token(cli, config, &need_state(state)?, action)?,
+        Command::Settings { action } => show_settings(&need_state(state)?, action.as_ref())?,
+        _ => return Ok(None),
+    };
+    Ok(Some(code))
+}
+
+fn status_of(s: StatusArg) -> Status {
+    match s {
+        StatusArg::Ok => Status::Ok,
+        StatusArg::Error => Status::Error,
+        StatusArg::Denied => Status::Denied,
+        StatusArg::Running => Status::Running,
+    }
+}
+
+/// `cheng plugin inspect FILE`: exit 1 when the component imports what it may not.
+async fn inspect(file: &Path) -> Result<u8> {
+    let wasm = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let report = cheng_host::inspect(&wasm, &file.display().to_string()).await?;
+    emit_json(&report)?;
+    Ok(if report.refused_imports.is_empty() { 0 } else { EXIT_ERROR })
+}
+
+/// One request to a running server's approvals socket, and its reply.
+async fn approvals(dir: &Path, req: serde_json::Value) -> Result<u8> {
+    let reply = cheng_host::serve::socket::request(dir, &req).await?;
+    emit_json(&reply)?;
+    Ok(match reply["result"].as_str() {
+        None | Some("applied") => 0,
+        Some("unknown") => EXIT_USAGE,
+        Some(_) => EXIT_ERROR,
+    })
+}
+
+/// `cheng token add | revoke | list`.
+fn token(cli: &Cli, config: &Config, dir: &Path, action: &TokenCommand) -> Result<u8> {
+    use cheng_host::serve::tokens::{Kind, TokenStore};
+    let store = TokenStore::new(dir);
+    match action {
+        TokenCommand::Add { name, role, operator } => {
+            let (kind, role) = match (operator, role) {
+                (true, _) => (Kind::Operator, None),
+                (false, Some(r)) => {
+                    known_role(&config.policy()?, r)?;
+                    (Kind::Agent, Some(r.as_str()))
+                }
+                (false, None) => bail!(UsageError("give --role ROLE for an agent token, or --operator".into())),
+            };
+            let name = name.clone().unwrap_or_else(|| format!("token-{}", &cheng_host::new_id()[..8]));
+            // `--workspace DIR` pins an agent token: its sessions work there, whatever
+            // roots their client names.
+            let pin = cli.workspace.as_deref().filter(|_| kind == Kind::Agent);
+            let secret = store.add_pinned(&name, kind, role, pin).map_err(|e| UsageError(e.to_string()))?;
+            eprintln!("cheng: token \"{name}\" made; it is shown once, only its hash is kept");
+            emit_json(&json!({"name": name, "token": secret}))?;
+        }
+        TokenCommand::Revoke { name } => {
+            store.revoke(name).map_err(|e| UsageError(e.to_string()))?;
+            emit_json(&json!({"revoked": name}))?;
+        }
+        TokenCommand::List => {
+            let list: Vec<_> = store
+                .list()?
+                .into_iter()
+                .map(|t| json!({"name": t.name, "kind": t.kind, "role": t.role, "created_ms": t.created_ms}))
+                .collect();
+            emit_json(&list)?;
+        }
+    }
+    Ok(0)
+}
+
+/// `cheng settings [set KEY VALUE]`: the saved settings, and what confines commands on
+/// this machine (shown, not saved).
+fn show_settings(dir: &Path, action: Option<&SettingsCommand>) -> Result<u8> {
+    let mut s = settings::Settings::load_or_init(dir)?;
+    if let Some(SettingsCommand::Set { key, value }) = action {
+        s.set(key, value).map_err(UsageError)?;
+        s.save(dir)?;
+    }
+    let mut shown = serde_json::to_value(&s)?;
+    let c = cheng_host::confinement();
+    shown["process_confinement"] = json!({
+        "landlock": match c.landlock_abi {
+            Some(v) => format!("available (ABI {v}); {}", c.landlock),
+            None => c.landlock,
+        },
+        "containment": c.containment,
+        "mcp_servers_without_network": c.mcp_network,
+    });
+    emit_json(&shown)?;
+    Ok(0)
+}
