@@ -70,8 +70,8 @@
 //!   [`call`]: what a call carries through them, the one approval path, and the
 //!   sentences a model reads when a call fails.
 //! - [`capability`]: every grant check, engine-free, with typed denials.
-//! - [`policy`]: `cheng.toml` — roles, limits, per-tool settings, the command policy.
-//! - [`grant`]: what a component may touch.
+//! - [`policy`] (the cheng-policy crate): `cheng.toml` — roles, limits, per-tool
+//!   settings, the command policy, network rules; [`grant`]: what a component may touch.
 //! - [`approvals`]: the broker and the [`approvals::Approver`] trait.
 //! - [`records`]: call records and the audit log.
 //! - [`guard`]: the workspace path guard.
@@ -87,8 +87,9 @@
 //! # Layers
 //!
 //! Each module uses only modules below it (`tests/all/layers.rs` checks every
-//! `crate::` path): the leaves ([`atomic`], [`egress`], [`grant`], [`schema`]) →
-//! [`policy`] → errors → [`Context`] → [`approvals`], [`capability`], [`guard`],
+//! `crate::` path), above the [`policy`] crate (cheng-policy, with [`grant`] and the
+//! network rules), whose direction cargo enforces: the leaves ([`atomic`], [`egress`],
+//! [`schema`]) → errors → [`Context`] → [`approvals`], [`capability`], [`guard`],
 //! [`runstate`] → [`records`], processes → [`call`] → [`runtime`] → [`builtin`],
 //! [`sources`] → [`registry`], [`observe`] → plugins, [`pipeline`] → [`inspect()`],
 //! [`Host`] → [`HostBuilder`] → [`serve`].
@@ -103,14 +104,12 @@ pub mod capability;
 mod context;
 pub mod egress;
 mod error;
-pub mod grant;
 pub mod guard;
 mod host;
 mod inspect;
 pub mod observe;
 pub mod pipeline;
 mod plugins;
-pub mod policy;
 mod process;
 pub mod records;
 pub mod registry;
@@ -124,6 +123,8 @@ pub mod testing;
 
 pub use builder::HostBuilder;
 pub use cheng_contract::{FsAccess, Needs};
+pub use cheng_policy as policy;
+pub use cheng_policy::grant;
 pub(crate) use context::unix_ms;
 pub use context::{Context, ToolResult, new_id};
 pub use error::{ErrorKind, HostError};

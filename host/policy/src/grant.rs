@@ -4,8 +4,8 @@
 //! # Example
 //!
 //! ```
-//! use cheng_host::grant::{mounts, FsGrant};
-//! use cheng_host::FsAccess;
+//! use cheng_policy::grant::{mounts, FsGrant};
+//! use cheng_contract::FsAccess;
 //!
 //! // A component that declares write, granted write on `out/` and read on `docs/`:
 //! let m = mounts(FsAccess::Write, &FsGrant::Scoped { read: vec!["docs".into()], write: vec!["out".into()] });

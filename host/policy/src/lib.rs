@@ -1,7 +1,9 @@
 //! Operator policy from `cheng.toml`: roles and the tools they grant, limits, per-tool
-//! settings, the command policy, plugin entries. Free of engine and process types so it
-//! can be tested on its own; the rest of the host asks it what a call may have
-//! ([`Policy::effective`]).
+//! settings, the command policy, plugin entries, grants ([`grant`]) and the network
+//! rules ([`net`]). The host's lowest layer above the shared contract, as a crate of its
+//! own: no engine, no process, no connection, no I/O beyond reading the configuration
+//! (and the CA file it names), so cargo keeps every upper layer out of it. The host asks
+//! it what a call may have ([`Policy::effective`]).
 //!
 //! With no file, working defaults apply: the three built-in roles (`recon`, `writer`,
 //! `developer`) and `developer` as the default role. Every table refuses a key it does
@@ -11,7 +13,7 @@
 //! # Example
 //!
 //! ```
-//! use cheng_host::policy::Config;
+//! use cheng_policy::Config;
 //!
 //! let cfg = Config::from_toml_str(r#"
 //!     default_role = "reviewer"
@@ -29,18 +31,21 @@
 //! assert!(err.to_string().contains("`command_whitelist` belongs in `[process]`"));
 //! ```
 
+#![deny(missing_docs)]
+
 pub mod git;
+pub mod grant;
 pub mod keys;
 mod load;
 pub mod mcp;
+pub mod net;
 mod plugins;
 pub mod process;
 mod resolve;
 mod tables;
 pub mod web;
 
-pub(crate) use plugins::check_grant_folder;
-pub use plugins::{FsGrantConfig, PluginConfig, valid_plugin_id};
+pub use plugins::{FsGrantConfig, PluginConfig, check_grant_folder, valid_plugin_id};
 pub use process::ProcessConfig;
 pub use resolve::{Effective, Policy};
 pub use tables::*;

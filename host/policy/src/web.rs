@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::egress::{HostPattern, Injected, Proxy, Rules};
+use crate::net::{HostPattern, Injected, Proxy, Rules};
 
 /// `[web]` as written.
 #[derive(Debug, Clone, Deserialize)]
@@ -249,16 +249,16 @@ impl WebConfig {
     pub fn extra_roots(
         &self,
         base: Option<&std::path::Path>,
-    ) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
+    ) -> Result<Vec<rustls_pki_types::CertificateDer<'static>>, String> {
         let mut extra_roots = Vec::new();
         if let Some(f) = &self.ca_file {
-            use rustls::pki_types::pem::PemObject;
+            use rustls_pki_types::pem::PemObject;
             let path = match base {
                 Some(b) if f.is_relative() => b.join(f),
                 _ => f.clone(),
             };
             let shown = path.display();
-            let certs = rustls::pki_types::CertificateDer::pem_file_iter(&path)
+            let certs = rustls_pki_types::CertificateDer::pem_file_iter(&path)
                 .map_err(|e| format!("[web] ca_file {shown}: {e}"))?
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| format!("[web] ca_file {shown}: {e}"))?;
