@@ -4,7 +4,7 @@
 //! the host checks every call's input against that full form. Two other forms are
 //! derived here:
 //!
-//! - [`portable`]: the same contract in the keywords every client's validator accepts
+//! - `portable`: the same contract in the keywords every client's validator accepts
 //!   (standard formats only, one type per `anyOf` branch). This is what a [`ToolSpec`]
 //!   holds.
 //! - [`listed`]: what a `tools/list` sends, every word of which sits in the model's

@@ -1,19 +1,19 @@
 //! The call pipeline: one call, top to bottom. Every caller — the CLI, an MCP client,
 //! an embedder — comes through [`crate::Host::call`], and every call takes the same stages:
 //!
-//! 1. admission ([`admit`]): the registry, the role's grant, the run, the input, the
+//! 1. admission (`admit.rs`): the registry, the role's grant, the run, the input, the
 //!    workspace — each refusal a result, never a panic or a Rust error;
 //! 2. the instance: the component compiled (or taken from the cache) and prepared;
 //! 3. what the call gets, as the policy resolves it ([`crate::policy::Policy::effective`]):
 //!    mounts, spawn, memory and CPU limits;
-//! 4. the `running` record ([`record`]), which must reach the audit log before the
+//! 4. the `running` record (`call::RecordSink`), which must reach the audit log before the
 //!    tool runs (fail closed);
 //! 5. the guest, in a fresh store, its imports checked by the capability layer;
-//! 6. the outcome ([`settle`]): ok, error, or denied — denied only when the host issued
+//! 6. the outcome (`settle.rs`): ok, error, or denied — denied only when the host issued
 //!    the denial;
 //! 7. the final record, written before the result is returned.
 //!
-//! A [`CallScope`] carries the call through all of them.
+//! A `CallScope` ([`crate::call`]) carries the call through all of them.
 
 mod admit;
 mod settle;

@@ -5,7 +5,7 @@
 //! window) can share a state directory — and the CLI asks every live one. The sockets
 //! are the operator's alone: directory 0700, socket 0600, every connection's peer must
 //! be the same user, and never a process a host started or anything it forked — see
-//! [`super::peer`] for how that is told (its namespaces, its ancestry, its cgroup). A
+//! `peer.rs` for how that is told (its namespaces, its ancestry, its cgroup). A
 //! refused connection is closed unanswered and recorded in `<state dir>/access.jsonl`.
 //! The broker's rules hold — the first answer wins, a late one changes nothing — and
 //! each answer is recorded as `socket:uid <n>`.

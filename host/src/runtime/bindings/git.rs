@@ -2,7 +2,7 @@
 //! grant comes first; then the host checks the operation (paths, names, the
 //! repository inside the workspace, its configuration), the operator's `[[git.rules]]`
 //! decide or a person approves the card, and the host's git runs confined with the
-//! repository's programs switched off ([`crate::process::git_write`]). Every refusal
+//! repository's programs switched off (`process::git_write`). Every refusal
 //! goes into the call's record.
 
 use super::ChengView;

@@ -18,7 +18,7 @@
 //! ([`ChengView`]) on which every generated `Host` trait is implemented, a trait the
 //! embedder's store data implements to hand out the view ([`ChengHostView`]), and
 //! [`add_to_linker`]. The interfaces have no resources, so the view holds no table.
-//! A store made to run `describe` has no call ([`ChengCtx::describe`]): every import
+//! A store made to run `describe` has no call (`ChengCtx::describe`): every import
 //! then refuses, and nothing stands in for a broker or a spawner.
 
 pub mod approval;

@@ -1,5 +1,5 @@
 //! `cheng:tool/process`: the only way a component can ask for a process. The capability
-//! check comes first (a spawn grant); then the host's [`Spawner`](crate::process::Spawner)
+//! check comes first (a spawn grant); then the host's `Spawner`
 //! checks the request against policy, the approvals broker asks a person (unless a rule
 //! allows the command), and the command runs confined and bounded at the tier its
 //! approval earned. Every refusal by grant, policy or a person goes into the call's

@@ -10,7 +10,7 @@
 //!
 //! - [`pins`]: definitions hashed and stored the first time they are seen; a changed
 //!   one is withheld until `cheng mcp accept ID`.
-//! - `conn`: one live connection — the process ([`crate::process::mcp_server`], confined
+//! - `conn`: one live connection — the process (`process::mcp_server`, confined
 //!   by Landlock on reads and writes and without the network unless granted), MCP
 //!   over its stdio through rmcp's client, the host's own framing and bounds.
 //! - `call`: the pipeline's stage for these tools.
