@@ -124,9 +124,14 @@ impl ChengView<'_> {
 /// Record `d` as the host's denial in `scope`'s record and return it as the guest's
 /// failure (terminal: the same request will be refused again).
 pub(crate) fn refused(scope: &CallScope, d: crate::capability::Denial) -> types::Failure {
-    let f = types::Failure { kind: d.kind.into(), message: d.message.clone(), terminal: true };
+    let f = denied(&d);
     scope.deny(d);
     f
+}
+
+/// A denial as the guest's failure (terminal: the same request will be refused again).
+pub(crate) fn denied(d: &crate::capability::Denial) -> types::Failure {
+    types::Failure { kind: d.kind.into(), message: d.message.clone(), terminal: true }
 }
 
 /// Store data that holds a [`ChengCtx`].

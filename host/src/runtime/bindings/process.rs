@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::generated::cheng::tool::process::{CommandOutcome, CommandRequest, Host};
 use super::generated::cheng::tool::types::Failure;
-use super::{ChengView, failure, refused};
+use super::{ChengView, denied, failure, refused};
 use crate::call::{Answer, CallScope, say, why_not};
 use crate::capability;
 use crate::policy::process::RuleDecision;
@@ -57,7 +57,7 @@ pub(super) async fn approve_and_run(
                 }
                 Answer::Refused { denial, .. } => {
                     view.ctx.budget.add_wait(started.elapsed());
-                    return Err(Failure { kind: denial.kind.into(), message: denial.message, terminal: true });
+                    return Err(denied(&denial));
                 }
             }
         }
