@@ -170,7 +170,7 @@ impl HostBuilder {
                     self.config.web.extra_roots(self.config.source.as_ref().and_then(|p| p.parent()))?;
                 Ok(web)
             })
-            .map_err(|message| crate::policy::ConfigError { path: origin, message })?;
+            .map_err(|e| crate::policy::ConfigError { path: origin, message: e.0 })?;
         let web_env = web_env(&web);
         let egress = Arc::new(crate::egress::Egress::new(web.rules, self.resolver.clone()));
         let t0 = Instant::now();
@@ -188,7 +188,7 @@ impl HostBuilder {
         for pc in &self.config.plugins {
             match plugins::plugin_from_config(&self.config, pc) {
                 Ok(spec) => specs.push(spec),
-                Err(e) => load_errors.push(e),
+                Err(e) => load_errors.push(e.to_string()),
             }
         }
         // The pool's slots must hold the largest memory any call may be given.
@@ -226,7 +226,7 @@ impl HostBuilder {
                 plugins::load_plugin(spec, engine.engine(), &linker, &cache, on_compile.as_ref(), &mut registry).await
             {
                 tracing::warn!(target: "cheng::plugins", plugin = %origin, "plugin refused: {e}");
-                load_errors.push(e);
+                load_errors.push(e.to_string());
             }
         }
 
@@ -269,7 +269,7 @@ impl HostBuilder {
         );
         // External MCP servers: their pinned tools (a server never seen is started once
         // to list them).
-        let servers = self.config.mcp().map_err(|message| {
+        let servers = self.config.mcp().map_err(|crate::policy::SettingError(message)| {
             HostError::Config(crate::policy::ConfigError {
                 path: self
                     .config

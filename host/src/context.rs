@@ -64,7 +64,7 @@ impl Context {
 
 /// The time now, in Unix milliseconds (0 before 1970): the stamp of every record, card
 /// and event.
-pub(crate) fn unix_ms() -> u64 {
+pub fn unix_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
@@ -98,7 +98,7 @@ fn ser_duration_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S:
 
 impl ToolResult {
     /// A failure: the envelope `{success: false, summary, error_kind, terminal, error}`.
-    pub(crate) fn failure(
+    pub fn failure(
         call_id: String,
         status: Status,
         kind: ErrorKind,

@@ -81,8 +81,10 @@
 //! - [`sources`]: tools beside the components — external MCP servers ([`sources::mcp`]),
 //!   confined, their definitions pinned.
 //! - [`runstate`]: per-run data for components; [`atomic`]: the host's file writes.
-//! - [`serve`]: `cheng serve` — MCP over stdio and streamable HTTP, tokens, the
-//!   operator API and console; [`observe`]: runs, events and metrics for operators.
+//! - [`observe`]: runs, events and metrics for operators.
+//!
+//! `cheng serve` (MCP over stdio and streamable HTTP, tokens, the operator API and
+//! console) and the `cheng` command line are the crate above this one, `cheng-serve`.
 //!
 //! # Layers
 //!
@@ -92,7 +94,7 @@
 //! [`schema`]) → errors → [`Context`] → [`approvals`], [`capability`], [`guard`],
 //! [`runstate`] → [`records`], processes → [`call`] → [`runtime`] → [`builtin`],
 //! [`sources`] → [`registry`], [`observe`] → plugins, [`pipeline`] → [`inspect()`],
-//! [`Host`] → [`HostBuilder`] → [`serve`].
+//! [`Host`] → [`HostBuilder`]; the `cheng-serve` crate sits on top.
 #![deny(missing_docs)]
 
 pub mod approvals;
@@ -116,7 +118,6 @@ pub mod registry;
 pub mod runstate;
 pub mod runtime;
 pub mod schema;
-pub mod serve;
 pub mod sources;
 #[doc(hidden)]
 pub mod testing;
@@ -125,13 +126,13 @@ pub use builder::HostBuilder;
 pub use cheng_contract::{FsAccess, Needs};
 pub use cheng_policy as policy;
 pub use cheng_policy::grant;
-pub(crate) use context::unix_ms;
-pub use context::{Context, ToolResult, new_id};
+pub use context::{Context, ToolResult, new_id, unix_ms};
 pub use error::{ErrorKind, HostError};
 pub use host::{Host, ToolInfo};
 pub use inspect::{Inspection, inspect};
-pub use plugins::PluginSpec;
+pub use plugins::{PluginError, PluginSpec};
 pub use policy::valid_plugin_id;
+pub use process::contain::{Stat as ProcessStat, stat as process_stat};
 pub use records::{CallRecord, Status};
 pub use runtime::component::ToolSpec;
 

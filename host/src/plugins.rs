@@ -30,31 +30,62 @@ pub struct PluginSpec {
     pub grant: Grant,
 }
 
+/// Why a plugin was not loaded; each message names the plugin and what to change.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PluginError {
+    /// Its entry is invalid: the id, a grant, a host pattern.
+    #[error("{0}")]
+    Entry(String),
+    /// Its file could not be read.
+    #[error("plugin \"{id}\": cannot read {}: {source}", path.display())]
+    Read {
+        /// The plugin.
+        id: String,
+        /// The file.
+        path: std::path::PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Its bytes are not those the entry pins, or nothing pins them.
+    #[error("{0}")]
+    Pin(String),
+    /// The file is not a component of the tool world, or it imports what a plugin may not.
+    #[error("{0}")]
+    Component(String),
+    /// Its tools could not be registered (a name another component has).
+    #[error(transparent)]
+    Registry(#[from] crate::HostError),
+}
+
 /// A plugin entry from `cheng.toml`, read and checked (pin, id, grants).
-pub(crate) fn plugin_from_config(cfg: &Config, pc: &PluginConfig) -> Result<PluginSpec, String> {
+pub(crate) fn plugin_from_config(cfg: &Config, pc: &PluginConfig) -> Result<PluginSpec, PluginError> {
     let id = &pc.id;
     if !valid_plugin_id(id) {
-        return Err(format!("plugin id \"{id}\" must match [a-z][a-z0-9-]{{0,15}}"));
+        return Err(PluginError::Entry(format!("plugin id \"{id}\" must match [a-z][a-z0-9-]{{0,15}}")));
     }
     for host in &pc.net {
-        crate::egress::HostPattern::parse(host).map_err(|e| format!("plugin \"{id}\": net: {e}"))?;
+        crate::egress::HostPattern::parse(host)
+            .map_err(|e| PluginError::Entry(format!("plugin \"{id}\": net: {e}")))?;
     }
     let base = cfg.source.as_ref().and_then(|p| p.parent()).map(Path::to_path_buf).unwrap_or_default();
     let path = base.join(&pc.path);
-    let wasm = std::fs::read(&path).map_err(|e| format!("plugin \"{id}\": cannot read {}: {e}", path.display()))?;
+    let wasm =
+        std::fs::read(&path).map_err(|source| PluginError::Read { id: id.clone(), path: path.clone(), source })?;
     let actual = runtime::cache::sha256_hex(&wasm);
     match &pc.sha256 {
         Some(expected) if !expected.eq_ignore_ascii_case(&actual) => {
-            return Err(format!(
+            return Err(PluginError::Pin(format!(
                 "plugin \"{id}\": {} has sha256 {actual}, but cheng.toml pins {expected}; refusing to load it",
                 path.display()
-            ));
+            )));
         }
         None if !cfg.allow_unpinned_plugins => {
-            return Err(format!(
+            return Err(PluginError::Pin(format!(
                 "plugin \"{id}\": no sha256 pin in cheng.toml; add sha256 = \"{actual}\" after vetting {}",
                 path.display()
-            ));
+            )));
         }
         _ => {}
     }
@@ -62,15 +93,23 @@ pub(crate) fn plugin_from_config(cfg: &Config, pc: &PluginConfig) -> Result<Plug
         FsGrantConfig::Simple(s) if s == "none" => FsGrant::None,
         FsGrantConfig::Simple(s) if s == "read" => FsGrant::Read,
         FsGrantConfig::Simple(s) => {
-            return Err(format!(
+            return Err(PluginError::Entry(format!(
                 "plugin \"{id}\": fs = \"{s}\" is not none, read, or {{ read = [...], write = [...] }}"
-            ));
+            )));
         }
         FsGrantConfig::Scoped { read, write } => {
             let who = format!("plugin \"{id}\"");
             FsGrant::Scoped {
-                read: read.iter().map(|f| check_grant_folder(&who, f, false)).collect::<Result<_, _>>()?,
-                write: write.iter().map(|f| check_grant_folder(&who, f, true)).collect::<Result<_, _>>()?,
+                read: read
+                    .iter()
+                    .map(|f| check_grant_folder(&who, f, false))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| PluginError::Entry(e.0))?,
+                write: write
+                    .iter()
+                    .map(|f| check_grant_folder(&who, f, true))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| PluginError::Entry(e.0))?,
             }
         }
     };
@@ -110,25 +149,28 @@ pub(crate) async fn load_plugin(
     cache: &ComponentCache,
     on_compile: &(dyn Fn(&str) + Send + Sync),
     registry: &mut Registry,
-) -> Result<(), String> {
+) -> Result<(), PluginError> {
     let id = spec.id.clone();
     if !valid_plugin_id(&id) {
-        return Err(format!("plugin id \"{id}\" must match [a-z][a-z0-9-]{{0,15}}"));
+        return Err(PluginError::Entry(format!("plugin id \"{id}\" must match [a-z][a-z0-9-]{{0,15}}")));
     }
     let origin = spec.origin.clone();
     let mut c = LoadedComponent::load(&id, Source::Owned(Arc::new(spec.wasm)), None, engine, linker, cache, on_compile)
         .await
-        .map_err(|e| format!("plugin \"{id}\" ({origin}): {e}"))?;
+        .map_err(|e| PluginError::Component(format!("plugin \"{id}\" ({origin}): {e}")))?;
     c.grant = spec.grant;
     // Plugins are compiled (or loaded from the cache) now, so that a corrupt or
     // wrong-world file is one clear error at start, naming the file.
-    let pre = c.pre(engine, linker, cache, on_compile).await.map_err(|e| format!("plugin \"{id}\" ({origin}): {e}"))?;
+    let pre = c
+        .pre(engine, linker, cache, on_compile)
+        .await
+        .map_err(|e| PluginError::Component(format!("plugin \"{id}\" ({origin}): {e}")))?;
     let refused = refused_imports(pre.instance_pre().component(), engine);
     if !refused.is_empty() {
-        return Err(format!(
+        return Err(PluginError::Component(format!(
             "plugin \"{id}\" ({origin}) imports {}, beyond the tool world and WASI; refusing to load it",
             refused.join(", ")
-        ));
+        )));
     }
     // A plugin reaches the network only through `wasi:http`, and only with a `net`
     // grant: without one, a component that imports sockets or HTTP is refused now, by
@@ -143,25 +185,27 @@ pub(crate) async fn load_plugin(
         } else {
             "but plugins reach the network only through wasi:http with a `net` grant, never raw sockets"
         };
-        return Err(format!(
+        return Err(PluginError::Component(format!(
             "plugin \"{id}\" ({origin}) imports {}, {why}; refusing to load it \
              (build it without networking, or leave it out)",
             shown.join(", ")
-        ));
+        )));
     }
     c.reach = if c.grant.net.is_empty() {
         crate::egress::Reach::Nothing
     } else {
         let patterns = c.grant.net.iter().map(|h| crate::egress::HostPattern::parse(h)).collect::<Result<Vec<_>, _>>();
-        crate::egress::Reach::Only(patterns.map_err(|e| format!("plugin \"{id}\": net: {e}"))?)
+        crate::egress::Reach::Only(patterns.map_err(|e| PluginError::Entry(format!("plugin \"{id}\": net: {e}")))?)
     };
     for t in &c.tools {
         let name = format!("{id}__{}", t.name);
         if name.len() > 64 {
-            return Err(format!("plugin \"{id}\": tool name \"{name}\" is longer than 64 characters"));
+            return Err(PluginError::Component(format!(
+                "plugin \"{id}\": tool name \"{name}\" is longer than 64 characters"
+            )));
         }
     }
-    registry.add(Arc::new(c), &format!("{id}__")).map_err(|e| e.to_string())
+    Ok(registry.add(Arc::new(c), &format!("{id}__"))?)
 }
 
 /// Roles and `[tools.<name>]` tables that name plugin tools no loaded plugin declares,

@@ -22,7 +22,20 @@ pub struct Entry {
     pub name: String,
     /// What serves it.
     pub source: Source,
-    validator: OnceLock<Result<jsonschema::Validator, String>>,
+    validator: OnceLock<Result<jsonschema::Validator, InputError>>,
+}
+
+/// Why an input was not accepted by its tool's schema.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InputError {
+    /// The input breaks the schema: the first few violations, each naming its field.
+    #[error("{}", .0.join("; "))]
+    Invalid(Vec<String>),
+    /// The tool's own input schema does not compile: the tool broke its contract, and
+    /// no input can pass.
+    #[error("the tool's input schema is invalid: {0}")]
+    BadSchema(String),
 }
 
 impl Entry {
@@ -55,11 +68,10 @@ impl Entry {
         self.validator.get().is_some()
     }
 
-    /// Check `input` against the tool's input schema; the message names the field.
-    pub fn validate(&self, input: &serde_json::Value) -> Result<(), String> {
+    /// Check `input` against the tool's input schema; each violation names its field.
+    pub fn validate(&self, input: &serde_json::Value) -> Result<(), InputError> {
         let validator = self.validator.get_or_init(|| {
-            jsonschema::validator_for(&self.spec().input_schema)
-                .map_err(|e| format!("the tool's input schema is invalid: {e}"))
+            jsonschema::validator_for(&self.spec().input_schema).map_err(|e| InputError::BadSchema(e.to_string()))
         });
         let validator = validator.as_ref().map_err(Clone::clone)?;
         let errors: Vec<String> = validator
@@ -74,7 +86,7 @@ impl Entry {
                 }
             })
             .collect();
-        if errors.is_empty() { Ok(()) } else { Err(errors.join("; ")) }
+        if errors.is_empty() { Ok(()) } else { Err(InputError::Invalid(errors)) }
     }
 }
 

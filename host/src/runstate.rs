@@ -95,6 +95,32 @@ impl RunStateStore {
     }
 }
 
+/// Why a value was not stored.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunStateError {
+    /// The value is larger than [`MAX_VALUE_BYTES`].
+    #[error("run state value for \"{key}\" is {bytes} bytes; the limit is {MAX_VALUE_BYTES}")]
+    ValueTooLarge {
+        /// The key.
+        key: String,
+        /// The value's size.
+        bytes: usize,
+    },
+    /// The run holds [`MAX_KEYS`] keys already, and this is a new one.
+    #[error("run state holds {MAX_KEYS} keys already; reuse one")]
+    TooManyKeys,
+    /// The run's state could not be locked or saved.
+    #[error("cannot {what} run state: {source}")]
+    Io {
+        /// What was being done (`lock`, `save`).
+        what: &'static str,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 impl RunState {
     /// Read a value.
     pub fn get(&self, key: &str) -> Option<String> {
@@ -102,12 +128,9 @@ impl RunState {
     }
 
     /// Store a value; refused past [`MAX_VALUE_BYTES`] or [`MAX_KEYS`].
-    pub fn set(&self, key: &str, value: &str) -> Result<(), String> {
+    pub fn set(&self, key: &str, value: &str) -> Result<(), RunStateError> {
         if value.len() > MAX_VALUE_BYTES {
-            return Err(format!(
-                "run state value for \"{key}\" is {} bytes; the limit is {MAX_VALUE_BYTES}",
-                value.len()
-            ));
+            return Err(RunStateError::ValueTooLarge { key: key.to_string(), bytes: value.len() });
         }
         let writer = self.store.writer(&self.scope);
         let _in_process = writer.lock().unwrap_or_else(|p| p.into_inner());
@@ -115,17 +138,19 @@ impl RunState {
         // Across processes: an advisory lock on the run's directory, then the file as
         // another process may have left it.
         let _across = match &file {
-            Some(f) => Some(lock_dir(f.parent().unwrap_or(f)).map_err(|e| format!("cannot lock run state: {e}"))?),
+            Some(f) => {
+                Some(lock_dir(f.parent().unwrap_or(f)).map_err(|e| RunStateError::Io { what: "lock", source: e })?)
+            }
             None => None,
         };
         let mut map = if file.is_some() { self.store.read_file(&self.scope) } else { self.store.load(&self.scope) };
         if !map.contains_key(key) && map.len() >= MAX_KEYS {
-            return Err(format!("run state holds {MAX_KEYS} keys already; reuse one"));
+            return Err(RunStateError::TooManyKeys);
         }
         map.insert(key.to_string(), value.to_string());
         if let Some(file) = &file {
             crate::atomic::write_atomic(file, &serde_json::to_vec(&map).unwrap_or_default())
-                .map_err(|e| format!("cannot save run state: {e}"))?;
+                .map_err(|e| RunStateError::Io { what: "save", source: e })?;
         }
         let mut mem = self.store.mem.lock().unwrap_or_else(|p| p.into_inner());
         mem.insert(self.scope.clone(), map);

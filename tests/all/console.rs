@@ -280,7 +280,7 @@ async fn the_socket_answers_from_another_terminal() {
     let mode = |p: &std::path::Path| {
         std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).unwrap().permissions()) & 0o777
     };
-    let dir = cheng_host::serve::socket::dir(s.state.path());
+    let dir = cheng_serve::socket::dir(s.state.path());
     assert_eq!(mode(&dir), 0o700);
     let socks: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).collect();
     assert_eq!(socks.len(), 1, "{socks:?}");

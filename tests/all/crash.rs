@@ -1,6 +1,8 @@
 //! Killing the host in the middle of a write or a multi-file patch, at every point of
 //! the write path, over 200 times: each file is afterwards entirely old or entirely new,
-//! and no temporary file outlives the next write.
+//! and no temporary file outlives the next write. And a host bug (a panic) inside the
+//! write path, reached through a component's `fs.write-file` import: that call ends as
+//! "crashed", and the same host answers the next calls.
 
 use std::process::Stdio;
 
@@ -36,11 +38,18 @@ fn input_file(ws: &std::path::Path, input: &serde_json::Value) -> std::path::Pat
 /// Names the child's failpoint; without it `crash_child` is not a child and returns.
 const CHILD_FAILPOINT: &str = "CHENG_TEST_CRASH_AT";
 
-/// Abort the process the n-th time the write path reaches the armed step.
+/// Abort the process the n-th time the write path reaches the armed step; with
+/// `panic:<step>`, panic there (once) instead, as a host bug would.
 fn abort_at_armed_step(step: &str) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static HITS: AtomicUsize = AtomicUsize::new(0);
     let armed = std::env::var(CHILD_FAILPOINT).unwrap_or_default();
+    if let Some(name) = armed.strip_prefix("panic:") {
+        if name == step && HITS.fetch_add(1, Ordering::SeqCst) == 0 {
+            panic!("the write path's test hook panicked at {step}");
+        }
+        return;
+    }
     let (name, n) = armed.split_once(':').unwrap_or((&armed, "1"));
     if name == step && HITS.fetch_add(1, Ordering::SeqCst) + 1 == n.parse().unwrap_or(1) {
         std::process::abort();
@@ -60,8 +69,23 @@ async fn crash_child() {
         serde_json::from_slice(&std::fs::read(std::env::var("CHENG_TEST_CRASH_INPUT").unwrap()).unwrap()).unwrap();
     let ws = std::env::var("CHENG_TEST_CRASH_WORKSPACE").unwrap();
     let host = util::host("", vec![]).await;
-    let r = host.call(&cheng_host::Context::new(ws), &tool, input).await;
-    assert_eq!(r.status, cheng_host::Status::Ok, "{}", r.output);
+    let cx = cheng_host::Context::new(&ws);
+    let r = host.call(&cx, &tool, input.clone()).await;
+    if !std::env::var(CHILD_FAILPOINT).unwrap().starts_with("panic:") {
+        assert_eq!(r.status, cheng_host::Status::Ok, "{}", r.output);
+        return;
+    }
+    // The panic ended this call, and only this call, as "crashed", naming the fault...
+    assert_eq!(r.error_kind, Some(cheng_host::ErrorKind::Crashed), "{}", r.output);
+    let message = r.output["error"].as_str().unwrap_or_default();
+    assert!(message.contains("host") && message.contains("panicked"), "{message}");
+    // ...with its record closed like any other call's...
+    assert_eq!(r.status, cheng_host::Status::Error);
+    // ...and the same host answers the next calls, the same write included.
+    let again = host.call(&cx, &tool, input).await;
+    assert_eq!(again.status, cheng_host::Status::Ok, "{}", again.output);
+    let read = host.call(&cx, "read_file", serde_json::json!({"path": "data.txt"})).await;
+    assert_eq!(read.status, cheng_host::Status::Ok, "{}", read.output);
 }
 
 fn temps(dir: &std::path::Path) -> Vec<String> {
@@ -70,6 +94,30 @@ fn temps(dir: &std::path::Path) -> Vec<String> {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.contains("cheng-tmp"))
         .collect()
+}
+
+/// A panic in the host's write path, inside the `fs.write-file` import the edit
+/// component calls, is a host bug: the call ends as "crashed" and the host keeps
+/// serving (checked in the child, which must exit normally). Control: the hook panics
+/// for real, since without the host catching it the child's test fails.
+#[test]
+fn a_host_panic_inside_an_import_ends_only_that_call() {
+    let ws = util::workspace();
+    std::fs::write(ws.path().join("data.txt"), "old").unwrap();
+    let input = serde_json::json!({"path": "data.txt", "content": "new"});
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "crash::crash_child", "--test-threads=1", "--nocapture"])
+        .env(CHILD_FAILPOINT, "panic:written")
+        .env("CHENG_TEST_CRASH_TOOL", "write_file")
+        .env("CHENG_TEST_CRASH_INPUT", input_file(ws.path(), &input))
+        .env("CHENG_TEST_CRASH_WORKSPACE", ws.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // The hook did fire (the panic's message is on the child's stderr).
+    assert!(stderr.contains("the write path's test hook panicked at written"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(ws.path().join("data.txt")).unwrap(), "new");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The host library's modules form layers: each may use only modules of a lower layer,
 //! so no two modules import each other, directly or around a loop. The order below is
-//! the one `host/src/lib.rs` describes; this test reads every `crate::` path in the
+//! the one `host/src/lib.rs` describes (the server and the command line are the crate
+//! above, `cheng-serve`, so cargo keeps them on top); this test reads every `crate::` path in the
 //! library's sources (comments aside) and fails on any use that points sideways or up.
 
 use std::collections::BTreeMap;
@@ -20,7 +21,6 @@ const LAYERS: &[&[&str]] = &[
     &["plugins", "pipeline"],
     &["inspect", "host"],
     &["builder"],
-    &["serve"],
 ];
 
 /// Items re-exported at the crate's root, by the module that defines them.
@@ -35,6 +35,7 @@ const ROOT_ITEMS: &[(&str, &str)] = &[
     ("CallRecord", "records"),
     ("valid_plugin_id", "policy"),
     ("PluginSpec", "plugins"),
+    ("PluginError", "plugins"),
     ("ToolSpec", "runtime"),
     ("Host", "host"),
     ("ToolInfo", "host"),
@@ -44,6 +45,8 @@ const ROOT_ITEMS: &[(&str, &str)] = &[
     // `lib.rs` itself only describes the machine's confinement, from `process`.
     ("confinement", "process"),
     ("Confinement", "process"),
+    ("ProcessStat", "process"),
+    ("process_stat", "process"),
     // Crates below the host's own layers: the policy crate (cheng-policy, with its
     // grants) and the contract (cheng-contract).
     ("policy", ""),
@@ -110,7 +113,7 @@ fn first_segment(s: &str) -> String {
 
 #[test]
 fn every_module_uses_only_lower_layers() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let src = crate::util::repo().join("host/src");
     let mut files = Vec::new();
     sources(&src, &mut files);
     let roots: BTreeMap<&str, &str> = ROOT_ITEMS.iter().copied().collect();
@@ -119,8 +122,7 @@ fn every_module_uses_only_lower_layers() {
     for file in &files {
         let rel = file.strip_prefix(&src).unwrap();
         let module = rel.iter().next().unwrap().to_string_lossy().trim_end_matches(".rs").to_string();
-        // The binary (`main.rs` and `cli/`) uses the library from outside, as `cheng_host`.
-        if module == "main" || module == "lib" || module == "cli" {
+        if module == "main" || module == "lib" {
             continue;
         }
         let Some(own) = layer_of(&module) else {

@@ -8,7 +8,7 @@ use cheng_host::{Host, HostBuilder, PluginSpec};
 
 /// The repository root.
 pub fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
 /// The cargo target directory the tests run from.

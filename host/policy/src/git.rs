@@ -46,7 +46,11 @@ pub struct GitRule {
 
 impl GitConfig {
     /// Check the settings; the message names the key.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), crate::SettingError> {
+        self.checked().map_err(crate::SettingError)
+    }
+
+    fn checked(&self) -> Result<(), String> {
         for (key, value) in [("user_name", &self.user_name), ("user_email", &self.user_email)] {
             if let Some(v) = value
                 && (v.trim().is_empty() || v.contains(['\n', '\r', '\0', '<', '>']))
@@ -138,7 +142,7 @@ mod tests {
         ] {
             let cfg: GitConfig = toml::from_str(text).unwrap();
             let e = cfg.validate().unwrap_err();
-            assert!(e.contains(needle), "{text}: {e}");
+            assert!(e.0.contains(needle), "{text}: {e}");
         }
     }
 }

@@ -88,6 +88,25 @@ pub const DEFAULT_WALL_MS: u64 = 30 * 60 * 1000;
 /// The shortest approval wait the file may set, in milliseconds.
 pub const MIN_APPROVAL_TIMEOUT_MS: u64 = 1_000;
 
+/// A setting that cannot be used: the message names its table and key (or its entry)
+/// and says what would be accepted. Loading a file turns it into a [`ConfigError`]
+/// that names the file too.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SettingError(pub String);
+
+impl From<String> for SettingError {
+    fn from(message: String) -> Self {
+        SettingError(message)
+    }
+}
+
+impl From<SettingError> for String {
+    fn from(e: SettingError) -> Self {
+        e.0
+    }
+}
+
 /// A configuration file problem: which file, where, and why.
 #[derive(Debug, thiserror::Error)]
 #[error("invalid configuration {path}: {message}")]

@@ -24,10 +24,11 @@ impl Config {
         let mut cfg: Config = toml::from_str(text).map_err(|e| err(describe_toml_error(text, &e)))?;
         cfg.source = source;
         cfg.policy()?;
-        cfg.process.validate().map_err(err)?;
-        cfg.git.validate().map_err(err)?;
-        cfg.web.read(&|_| None).map_err(err)?;
-        cfg.mcp().map_err(err)?;
+        let setting = |e: crate::SettingError| err(e.0);
+        cfg.process.validate().map_err(setting)?;
+        cfg.git.validate().map_err(setting)?;
+        cfg.web.read(&|_| None).map_err(setting)?;
+        cfg.mcp().map_err(setting)?;
         if cfg.approvals.timeout_ms < MIN_APPROVAL_TIMEOUT_MS {
             return Err(err(format!(
                 "[approvals] timeout_ms = {} is below the floor of {MIN_APPROVAL_TIMEOUT_MS} ms; a request must be \
@@ -63,17 +64,17 @@ impl Config {
     }
 
     /// The `[[mcp_servers]]` entries, checked: ids unique and distinct from plugin ids.
-    pub fn mcp(&self) -> Result<Vec<mcp::McpServer>, String> {
+    pub fn mcp(&self) -> Result<Vec<mcp::McpServer>, crate::SettingError> {
         let base = self.source.as_ref().and_then(|p| p.parent()).map(Path::to_path_buf).unwrap_or_default();
         let mut seen = BTreeSet::new();
         let mut out = Vec::new();
         for entry in &self.mcp_servers {
             let server = entry.check(&base)?;
             if !seen.insert(server.id.clone()) || self.plugins.iter().any(|p| p.id == server.id) {
-                return Err(format!(
+                return Err(crate::SettingError(format!(
                     "[[mcp_servers]] id \"{}\" is used twice (plugins and servers share ids)",
                     server.id
-                ));
+                )));
             }
             out.push(server);
         }

@@ -197,7 +197,11 @@ impl Approve {
 
 impl McpServerConfig {
     /// Check the entry; `base` is the configuration file's directory.
-    pub fn check(&self, base: &Path) -> Result<McpServer, String> {
+    pub fn check(&self, base: &Path) -> Result<McpServer, crate::SettingError> {
+        self.checked(base).map_err(crate::SettingError)
+    }
+
+    fn checked(&self, base: &Path) -> Result<McpServer, String> {
         let id = &self.id;
         if !super::valid_plugin_id(id) {
             return Err(format!("[[mcp_servers]] id \"{id}\" must match [a-z][a-z0-9-]{{0,15}}"));

@@ -66,7 +66,11 @@ pub fn valid_plugin_id(id: &str) -> bool {
 /// Check a plugin's sub-folder grant: relative, inside the workspace, never the whole
 /// workspace for writing, never `.git`.
 /// `who` names the entry in messages (`plugin "x"`, `MCP server "y"`).
-pub fn check_grant_folder(who: &str, folder: &str, write: bool) -> Result<String, String> {
+pub fn check_grant_folder(who: &str, folder: &str, write: bool) -> Result<String, crate::SettingError> {
+    grant_folder(who, folder, write).map_err(crate::SettingError)
+}
+
+fn grant_folder(who: &str, folder: &str, write: bool) -> Result<String, String> {
     let rel = cheng_contract::paths::lexical(folder, "/")
         .map_err(|r| format!("{who}: grant folder \"{folder}\" is refused: {r}"))?;
     let norm = rel.normalized();

@@ -249,7 +249,11 @@ impl Default for ProcessConfig {
 
 impl ProcessConfig {
     /// Check the settings; the message names the key.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), crate::SettingError> {
+        self.checked().map_err(crate::SettingError)
+    }
+
+    fn checked(&self) -> Result<(), String> {
         for name in &self.env {
             if env_never_passed(name) {
                 return Err(format!(

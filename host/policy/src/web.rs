@@ -157,7 +157,11 @@ fn parse_url(what: &str, text: &str) -> Result<http::Uri, String> {
 impl WebConfig {
     /// Check every value and produce the guard's rules; `env` reads the environment
     /// (the Brave key).
-    pub fn read(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Web, String> {
+    pub fn read(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Web, crate::SettingError> {
+        self.checked(env).map_err(crate::SettingError)
+    }
+
+    fn checked(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Web, String> {
         let patterns = |key: &str, list: &[String]| {
             list.iter()
                 .map(|p| HostPattern::parse(p).map_err(|e| format!("[web] {key}: {e}")))

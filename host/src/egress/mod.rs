@@ -137,7 +137,7 @@ impl Egress {
         }
         let (raw, port) = split_port(authority).map_err(|e| refused(format!("the address \"{authority}\" {e}")))?;
         let port = port.unwrap_or(if https { 443 } else { 80 });
-        let host = parse_host(raw).map_err(refused)?;
+        let host = parse_host(raw).map_err(|e| refused(e.to_string()))?;
         let shown = host.to_string();
         if let Some(p) = self.rules.deny_hosts.iter().find(|p| p.matches(&host, port)) {
             return Err(refused(format!("{shown} is denied by [web] deny_hosts (\"{p}\")")));

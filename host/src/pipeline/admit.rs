@@ -10,7 +10,7 @@ use crate::call::CallScope;
 use crate::capability;
 use crate::guard::Guard;
 use crate::records::Status;
-use crate::registry::Entry;
+use crate::registry::{Entry, InputError};
 use crate::{ErrorKind, ToolResult};
 
 /// The largest input a call accepts, as JSON text.
@@ -61,8 +61,8 @@ fn cut(s: &str) -> String {
 
 /// The input's schema check: done already, or running beside the instance loading.
 pub(super) enum Validation {
-    Done(Result<(), String>),
-    Pending(tokio::task::JoinHandle<Result<(), String>>),
+    Done(Result<(), InputError>),
+    Pending(tokio::task::JoinHandle<Result<(), InputError>>),
 }
 
 /// Stage 4: The input: a JSON object, at most [`MAX_INPUT_BYTES`]; its text (what the
@@ -103,10 +103,19 @@ pub(super) fn input(entry: &Arc<Entry>, scope: &CallScope) -> Result<(String, Va
 pub(super) async fn validated(scope: &CallScope, v: Validation) -> Result<(), ToolResult> {
     let verdict = match v {
         Validation::Done(r) => r,
-        Validation::Pending(task) => task.await.unwrap_or_else(|e| Err(format!("schema validation failed: {e}"))),
+        // The check itself failed (a panic in the host): a host fault, not bad input.
+        Validation::Pending(task) => match task.await {
+            Ok(r) => r,
+            Err(e) => return Err(scope.crashed(&format!("the host's schema check failed ({e})"))),
+        },
     };
-    verdict.map_err(|why| {
-        scope.fail(Status::Error, ErrorKind::InvalidArgument, format!("bad arguments for \"{}\": {why}", scope.tool))
+    verdict.map_err(|why| match why {
+        InputError::Invalid(_) => scope.fail(
+            Status::Error,
+            ErrorKind::InvalidArgument,
+            format!("bad arguments for \"{}\": {why}", scope.tool),
+        ),
+        InputError::BadSchema(_) => scope.crashed(&why.to_string()),
     })
 }
 

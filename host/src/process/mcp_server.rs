@@ -162,26 +162,45 @@ pub fn installation(program: &Path, args: &[String]) -> Vec<PathBuf> {
     dirs
 }
 
+/// Why a server was not started.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// Its command is not one the host starts: not found, not executable, inside the
+    /// workspace, or granted writes where the host's own files are.
+    #[error("{0}")]
+    Refused(String),
+    /// The host could not set up its confinement or its pipes, or the start failed.
+    #[error("{0}")]
+    Setup(String),
+}
+
 impl Spawner {
     /// Start a server process as `launch` says. The error says why it could not start.
-    pub fn start_server(&self, launch: &ServerLaunch) -> Result<ServerProcess, String> {
+    pub fn start_server(&self, launch: &ServerLaunch) -> Result<ServerProcess, StartError> {
         let root = &launch.root;
         let program = if launch.command.contains('/') {
             let p = PathBuf::from(&launch.command);
             if !p.is_absolute() {
-                return Err(format!("\"{}\" must be a bare name or an absolute path", launch.command));
+                return Err(StartError::Refused(format!(
+                    "\"{}\" must be a bare name or an absolute path",
+                    launch.command
+                )));
             }
             if std::fs::canonicalize(&p).is_ok_and(|real| real.starts_with(root)) || p.starts_with(root) {
-                return Err(format!("\"{}\" lies in the workspace; a server is never started from it", launch.command));
+                return Err(StartError::Refused(format!(
+                    "\"{}\" lies in the workspace; a server is never started from it",
+                    launch.command
+                )));
             }
             p
         } else {
-            self.path
-                .lookup(&launch.command, root)
-                .ok_or_else(|| format!("\"{}\" was not found on the host's PATH", launch.command))?
+            self.path.lookup(&launch.command, root).ok_or_else(|| {
+                StartError::Refused(format!("\"{}\" was not found on the host's PATH", launch.command))
+            })?
         };
         if !super::resolve::is_executable(&program) {
-            return Err(format!("\"{}\" is not an executable file", program.display()));
+            return Err(StartError::Refused(format!("\"{}\" is not an executable file", program.display())));
         }
         let writes_root = matches!(launch.fs, FsGrant::Write);
         let writes = |p: &Path| match &launch.fs {
@@ -190,11 +209,11 @@ impl Spawner {
             _ => false,
         };
         if let Some(p) = self.protected.iter().find(|p| writes(p)) {
-            return Err(format!(
+            return Err(StartError::Refused(format!(
                 "the host's configuration or state ({}) lies where this server could write; it is not started in this \
                  workspace with that grant",
                 p.display()
-            ));
+            )));
         }
         if writes_root {
             tracing::warn!(target: "cheng::mcp", workspace = %root.display(),
@@ -202,12 +221,14 @@ impl Spawner {
         }
         let id = crate::new_id();
         let tmp = std::env::temp_dir().join(format!("cheng-mcp-{}-{id}", std::process::id()));
-        let tmp_guard = RemoveDir::create(&tmp).map_err(|e| format!("cannot create its temporary directory: {e}"))?;
+        let tmp_guard = RemoveDir::create(&tmp)
+            .map_err(|e| StartError::Setup(format!("cannot create its temporary directory: {e}")))?;
         let mech = match self.cfg.containment {
             ContainmentChoice::Auto => contain::detect(),
             ContainmentChoice::Walk => &contain::Mechanism::Walk,
         };
-        let cgroup = contain::prepare(mech, &id).map_err(|e| format!("cannot set up process containment: {e}"))?;
+        let cgroup = contain::prepare(mech, &id)
+            .map_err(|e| StartError::Setup(format!("cannot set up process containment: {e}")))?;
 
         // What it reads and writes.
         let mut writable = vec![tmp.clone()];
@@ -236,7 +257,8 @@ impl Spawner {
                 system: Some(system),
                 execute: None,
             };
-            let rs = sandbox::ruleset(&plan).map_err(|e| format!("cannot build the Landlock ruleset: {e}"))?;
+            let rs = sandbox::ruleset(&plan)
+                .map_err(|e| StartError::Setup(format!("cannot build the Landlock ruleset: {e}")))?;
             landlock_fd = rs.into();
         }
 
@@ -252,9 +274,9 @@ impl Spawner {
         env.push(("HOME".into(), tmp_s.clone()));
         env.push(("TMPDIR".into(), tmp_s));
 
-        let cwd =
-            std::fs::File::open(root).map_err(|e| format!("cannot open the workspace {}: {e}", root.display()))?;
-        let (stdin_r, stdin_w) = spawn::pipe().map_err(|e| format!("cannot make its stdin: {e}"))?;
+        let cwd = std::fs::File::open(root)
+            .map_err(|e| StartError::Setup(format!("cannot open the workspace {}: {e}", root.display())))?;
+        let (stdin_r, stdin_w) = spawn::pipe().map_err(|e| StartError::Setup(format!("cannot make its stdin: {e}")))?;
         let mut argv = vec![launch.command.clone()];
         argv.extend(launch.args.iter().cloned());
         let spec = spawn::ChildSpec {
@@ -269,11 +291,12 @@ impl Spawner {
             netns,
             die_with_host: true,
         };
-        let child = spawn::spawn(&spec).map_err(|e| format!("`{}` could not be started: {e}", launch.command))?;
+        let child = spawn::spawn(&spec)
+            .map_err(|e| StartError::Setup(format!("`{}` could not be started: {e}", launch.command)))?;
         drop((stdin_r, landlock_fd, cwd));
         let reaper = Reaper::new(child.pidfd, child.init);
         let tree = contain::Tree::new(child.pid, cgroup);
-        let io = |e: std::io::Error| format!("cannot talk to the server: {e}");
+        let io = |e: std::io::Error| StartError::Setup(format!("cannot talk to the server: {e}"));
         Ok(ServerProcess {
             pid: child.pid,
             stdin: Some(tokio::net::unix::pipe::Sender::from_owned_fd(stdin_w).map_err(io)?),

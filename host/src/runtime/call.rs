@@ -1,6 +1,7 @@
 //! Running one call: a fresh `Store` from the component's `InstancePre`, the workspace
 //! preopened per grant, limits armed, and every outcome mapped to a [`GuestOutcome`].
 
+use futures::FutureExt as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -181,11 +182,16 @@ pub(crate) async fn call(spec: CallSpec<'_>) -> GuestOutcome {
     };
     let mut store =
         new_store(spec.engine, wasi, spec.memory, ChengCtx::for_call(spec.caps, CpuBudget::new(spec.cpu)), spec.http);
-    let result = async {
+    // A panic inside a host service (an import) unwinds out of the guest's call; it is
+    // caught here and ends this call as "crashed", naming the fault, instead of taking
+    // the caller's task (and the reply an agent waits for) with it.
+    let result = std::panic::AssertUnwindSafe(async {
         let tool = spec.pre.instantiate_async(&mut store).await?;
         tool.call_call(&mut store, spec.local_name, spec.input, &ctx).await
-    }
-    .await;
+    })
+    .catch_unwind()
+    .await
+    .unwrap_or_else(|panic| Err(host_panic(panic.as_ref())));
     log_output(&component, &call_id, &out, &err);
     match result {
         Ok(Ok(text)) => match serde_json::from_str::<serde_json::Value>(&text) {
@@ -216,6 +222,18 @@ pub(crate) async fn call(spec: CallSpec<'_>) -> GuestOutcome {
             }
         }
     }
+}
+
+/// A host panic caught during a call, as the error the call ends with (and a line in
+/// the host's log: it is a host bug).
+fn host_panic(panic: &(dyn std::any::Any + Send)) -> wasmtime::Error {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_string());
+    tracing::error!(target: "cheng::host", "a host service panicked during a call: {what}");
+    super::bindings::fault(format_args!("it panicked ({what})"))
 }
 
 /// A short description of why a guest stopped.

@@ -189,23 +189,41 @@ impl std::fmt::Display for Host {
     }
 }
 
+/// Why a host cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AddressError {
+    /// Nothing where the host should be.
+    #[error("the URL has no host")]
+    NoHost,
+    /// Brackets around something that is not an IPv6 address.
+    #[error("\"{0}\" is not a valid IPv6 address")]
+    Ipv6(String),
+    /// Numbers that are not an IPv4 address (refused rather than guessed at).
+    #[error("\"{0}\" is neither a valid IPv4 address nor a host name")]
+    Ipv4(String),
+    /// Not a DNS name of letters, digits, hyphens and dots.
+    #[error("\"{0}\" is not a valid host name")]
+    Name(String),
+}
+
 /// Read a host as a resolver would. IPv6 in brackets; IPv4 in dotted, shortened,
 /// decimal, octal or hexadecimal parts; anything else a DNS name of letters, digits,
 /// hyphens and dots (international names arrive in their `xn--` form).
-pub fn parse_host(raw: &str) -> Result<Host, String> {
+pub fn parse_host(raw: &str) -> Result<Host, AddressError> {
     if let Some(inner) = raw.strip_prefix('[') {
-        let inner = inner.strip_suffix(']').ok_or_else(|| format!("\"{raw}\" is not a valid IPv6 address"))?;
+        let inner = inner.strip_suffix(']').ok_or_else(|| AddressError::Ipv6(raw.to_string()))?;
         return inner
             .parse::<Ipv6Addr>()
             .map(|v6| Host::Ip(IpAddr::V6(v6)))
-            .map_err(|_| format!("\"{raw}\" is not a valid IPv6 address"));
+            .map_err(|_| AddressError::Ipv6(raw.to_string()));
     }
     if let Ok(v6) = raw.parse::<Ipv6Addr>() {
         return Ok(Host::Ip(IpAddr::V6(v6)));
     }
     let name = raw.strip_suffix('.').unwrap_or(raw).to_ascii_lowercase();
     if name.is_empty() {
-        return Err("the URL has no host".into());
+        return Err(AddressError::NoHost);
     }
     if let Some(v4) = legacy_ipv4(&name)? {
         return Ok(Host::Ip(IpAddr::V4(v4)));
@@ -218,7 +236,7 @@ pub fn parse_host(raw: &str) -> Result<Host, String> {
             && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
     };
     if name.len() > 253 || !name.split('.').all(label_ok) {
-        return Err(format!("\"{raw}\" is not a valid host name"));
+        return Err(AddressError::Name(raw.to_string()));
     }
     Ok(Host::Name(name))
 }
@@ -246,13 +264,13 @@ fn ipv4_part(p: &str) -> Option<Option<u64>> {
 /// The IPv4 address a host written as numbers stands for; `Ok(None)` for a name.
 /// A host whose last label is a number but which is not a valid address is refused,
 /// as browsers refuse it, rather than passed to a resolver to guess at.
-fn legacy_ipv4(name: &str) -> Result<Option<Ipv4Addr>, String> {
+fn legacy_ipv4(name: &str) -> Result<Option<Ipv4Addr>, AddressError> {
     let parts: Vec<&str> = name.split('.').collect();
     let last = parts.last().copied().unwrap_or_default();
     if ipv4_part(last).is_none() {
         return Ok(None);
     }
-    let invalid = || format!("\"{name}\" is neither a valid IPv4 address nor a host name");
+    let invalid = || AddressError::Ipv4(name.to_string());
     if parts.len() > 4 {
         return Err(invalid());
     }

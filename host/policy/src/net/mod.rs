@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use ipnet::IpNet;
 
-pub use address::{AddressClass, Classified, Host, classify, parse_host};
+pub use address::{AddressClass, AddressError, Classified, Host, classify, parse_host};
 
 /// A host a rule names: `example.com`, `*.example.com` (any name below it, not the
 /// name itself), or an IP address; optionally with `:port`.
@@ -29,18 +29,43 @@ enum PatternHost {
     Ip(IpAddr),
 }
 
+/// Why a host pattern cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PatternError {
+    /// Its port part is wrong.
+    #[error("host pattern \"{text}\" {reason}")]
+    Port {
+        /// The pattern as written.
+        text: String,
+        /// What is wrong with it.
+        reason: SplitError,
+    },
+    /// Its host part is not a host.
+    #[error("host pattern \"{text}\" {reason}")]
+    Host {
+        /// The pattern as written.
+        text: String,
+        /// What is wrong with it.
+        reason: AddressError,
+    },
+    /// `*.` before an address.
+    #[error("host pattern \"{0}\" puts a wildcard on an address")]
+    WildcardAddress(String),
+}
+
 impl HostPattern {
     /// Read a pattern.
-    pub fn parse(text: &str) -> Result<HostPattern, String> {
-        let bad = |why: &str| format!("host pattern \"{text}\" {why}");
-        let (host, port) = split_port(text).map_err(|e| bad(&e))?;
+    pub fn parse(text: &str) -> Result<HostPattern, PatternError> {
+        let host_err = |reason| PatternError::Host { text: text.to_string(), reason };
+        let (host, port) = split_port(text).map_err(|reason| PatternError::Port { text: text.to_string(), reason })?;
         let host = if let Some(rest) = host.strip_prefix("*.") {
-            match parse_host(rest).map_err(|e| bad(&e))? {
+            match parse_host(rest).map_err(host_err)? {
                 Host::Name(n) => PatternHost::Below(n),
-                Host::Ip(_) => return Err(bad("puts a wildcard on an address")),
+                Host::Ip(_) => return Err(PatternError::WildcardAddress(text.to_string())),
             }
         } else {
-            match parse_host(host).map_err(|e| bad(&e))? {
+            match parse_host(host).map_err(host_err)? {
                 Host::Name(n) => PatternHost::Exact(n),
                 Host::Ip(ip) => PatternHost::Ip(ip),
             }
@@ -70,18 +95,33 @@ impl fmt::Display for HostPattern {
     }
 }
 
+/// Why `host[:port]` cannot be split; each reads after the address it is about.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SplitError {
+    /// Something other than `:port` after `[address]`.
+    #[error("has \"{0}\" after the address")]
+    AfterAddress(String),
+    /// `[` without `]`.
+    #[error("has an unclosed bracket")]
+    UnclosedBracket,
+    /// A port that is not a number from 0 to 65535.
+    #[error("has an invalid port \"{0}\"")]
+    Port(String),
+}
+
 /// Split `host[:port]` (IPv6 in brackets).
-pub fn split_port(s: &str) -> Result<(&str, Option<u16>), String> {
+pub fn split_port(s: &str) -> Result<(&str, Option<u16>), SplitError> {
     let (host, port) = if s.starts_with('[') {
         match s.find(']') {
             Some(end) => match &s[end + 1..] {
                 "" => (&s[..=end], None),
                 rest => match rest.strip_prefix(':') {
                     Some(p) => (&s[..=end], Some(p)),
-                    None => return Err(format!("has \"{rest}\" after the address")),
+                    None => return Err(SplitError::AfterAddress(rest.to_string())),
                 },
             },
-            None => return Err("has an unclosed bracket".into()),
+            None => return Err(SplitError::UnclosedBracket),
         }
     } else if s.matches(':').count() == 1 {
         let (h, p) = s.split_once(':').unwrap_or((s, ""));
@@ -91,7 +131,7 @@ pub fn split_port(s: &str) -> Result<(&str, Option<u16>), String> {
     };
     let port = match port {
         None => None,
-        Some(p) => Some(p.parse::<u16>().map_err(|_| format!("has an invalid port \"{p}\""))?),
+        Some(p) => Some(p.parse::<u16>().map_err(|_| SplitError::Port(p.to_string()))?),
     };
     Ok((host, port))
 }

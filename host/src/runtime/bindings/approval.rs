@@ -10,18 +10,18 @@ use crate::call::Answer;
 use crate::capability;
 
 impl Host for ChengView<'_> {
-    async fn request(&mut self, req: ApprovalRequest) -> Decision {
-        let Ok(caps) = self.caps() else { return Decision::Declined };
+    async fn request(&mut self, req: ApprovalRequest) -> wasmtime::Result<Decision> {
+        let Ok(caps) = self.caps() else { return Ok(Decision::Declined) };
         let started = Instant::now();
         let scope = caps.scope.clone();
         let summary = req.summary.clone();
         let card = scope.card(req.summary, req.detail, req.purpose);
         let answer = scope.ask(&caps.broker, card, |d| capability::asked_approval(&summary, d.as_str())).await;
         self.ctx.budget.add_wait(started.elapsed());
-        match answer {
+        Ok(match answer {
             Answer::Go { .. } => Decision::Approved,
             Answer::Cancelled => Decision::Declined,
             Answer::Refused { decision, .. } => decision.into(),
-        }
+        })
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::generated::cheng::tool::fs::{self as wfs, Host, WriteResult};
 use super::generated::cheng::tool::types::{ErrorKind, Failure};
-use super::{ChengView, failure as fail, refused};
+use super::{ChengView, ImportError, failure as fail, refused};
 use crate::capability::{self, Refused};
 use crate::guard::{Guard, GuardError, ReadError, WriteError};
 
@@ -56,12 +56,16 @@ pub const MAX_READ: u64 = 256 << 20;
 pub const MAX_READ_MANY: u64 = 256 << 20;
 
 impl Host for ChengView<'_> {
-    async fn read_file(&mut self, path: String, max_bytes: u64) -> Result<Vec<u8>, Failure> {
+    async fn read_file(&mut self, path: String, max_bytes: u64) -> Result<Vec<u8>, ImportError> {
         let guard = self.fs_access(&path, false)?;
-        guard.read(&path, max_bytes.min(MAX_READ)).map_err(read_failure)
+        Ok(guard.read(&path, max_bytes.min(MAX_READ)).map_err(read_failure)?)
     }
 
-    async fn read_files(&mut self, paths: Vec<String>, max_bytes_each: u64) -> Vec<Result<Vec<u8>, Failure>> {
+    async fn read_files(
+        &mut self,
+        paths: Vec<String>,
+        max_bytes_each: u64,
+    ) -> wasmtime::Result<Vec<Result<Vec<u8>, Failure>>> {
         let mut total = 0u64;
         let mut out = Vec::with_capacity(paths.len());
         for path in paths {
@@ -74,7 +78,7 @@ impl Host for ChengView<'_> {
             }
             out.push(r);
         }
-        out
+        Ok(out)
     }
 
     async fn write_file(
@@ -83,31 +87,31 @@ impl Host for ChengView<'_> {
         contents: Vec<u8>,
         create_dirs: bool,
         overwrite: bool,
-    ) -> Result<WriteResult, Failure> {
+    ) -> Result<WriteResult, ImportError> {
         let guard = self.fs_access(&path, true)?;
         let w = guard.write_atomic(&path, &contents, create_dirs, overwrite).map_err(failure)?;
         Ok(WriteResult { created: w.created, bytes_written: w.bytes })
     }
 
-    async fn may_write(&mut self, paths: Vec<String>) -> Result<(), Failure> {
+    async fn may_write(&mut self, paths: Vec<String>) -> Result<(), ImportError> {
         for p in &paths {
             self.fs_access(p, true)?;
         }
         Ok(())
     }
 
-    async fn remove_file(&mut self, path: String) -> Result<(), Failure> {
+    async fn remove_file(&mut self, path: String) -> Result<(), ImportError> {
         let guard = self.fs_access(&path, true)?;
-        guard.remove_file(&path).map_err(failure)
+        Ok(guard.remove_file(&path).map_err(failure)?)
     }
 
-    async fn read_dir(&mut self, path: String, sizes: bool) -> Result<Vec<wfs::DirEntry>, Failure> {
+    async fn read_dir(&mut self, path: String, sizes: bool) -> Result<Vec<wfs::DirEntry>, ImportError> {
         let guard = self.fs_access(&path, false)?;
         let entries = guard.read_dir(&path, sizes).map_err(failure)?;
         Ok(entries.into_iter().map(wfs::DirEntry::from).collect())
     }
 
-    async fn stat_dirs(&mut self, paths: Vec<String>) -> Vec<Result<Vec<wfs::EntryStat>, Failure>> {
+    async fn stat_dirs(&mut self, paths: Vec<String>) -> wasmtime::Result<Vec<Result<Vec<wfs::EntryStat>, Failure>>> {
         // Grants are checked (and refusals logged) here; the listings, one `lstat` per
         // entry, are spread over a few threads when there are many directories, as git
         // spreads its own stats over threads for a large index. Measured on 2 cores:
@@ -124,31 +128,33 @@ impl Host for ChengView<'_> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let workers = if paths.len() >= 256 { cores * 2 } else { cores }.clamp(2, 8);
         if paths.len() < 8 {
-            return (0..paths.len()).map(list).collect();
+            return Ok((0..paths.len()).map(list).collect());
         }
         let n = paths.len();
         let mut out: Vec<Option<Result<Vec<wfs::EntryStat>, Failure>>> = (0..n).map(|_| None).collect();
+        let mut faults = 0;
         std::thread::scope(|s| {
             let list = &list;
             let handles: Vec<_> = (0..workers)
                 .map(|w| s.spawn(move || (w..n).step_by(workers).map(|i| (i, list(i))).collect::<Vec<_>>()))
                 .collect();
             for h in handles {
-                // A worker only lists and converts; it has no panic path of its own.
-                if let Ok(done) = h.join() {
-                    for (i, r) in done {
-                        out[i] = Some(r);
+                match h.join() {
+                    Ok(done) => {
+                        for (i, r) in done {
+                            out[i] = Some(r);
+                        }
                     }
+                    Err(_) => faults += 1,
                 }
             }
         });
-        out.into_iter()
-            .map(|r| {
-                r.unwrap_or_else(|| {
-                    Err(Failure { kind: ErrorKind::Io, message: "listing failed".into(), terminal: false })
-                })
-            })
-            .collect()
+        // A worker only lists and converts; if one panicked anyway, the listing is
+        // incomplete, and the guest must not take it for the directories' contents.
+        if faults > 0 {
+            return Err(super::fault(format!("{faults} stat-dirs worker(s) panicked")));
+        }
+        Ok(out.into_iter().flatten().collect())
     }
 }
 

@@ -5,11 +5,10 @@
 //! repository's programs switched off (`process::git_write`). Every refusal
 //! goes into the call's record.
 
-use super::ChengView;
 use super::generated::cheng::tool::git::{Host, Operation as WitOp, WriteOutcome, WriteRequest};
-use super::generated::cheng::tool::types::Failure;
 use super::process::{approve_and_run, refusal};
 use super::refused;
+use super::{ChengView, ImportError};
 use crate::capability;
 use crate::policy::process::RuleDecision;
 use crate::process::Tier;
@@ -32,7 +31,7 @@ fn operation(op: WitOp) -> Operation {
 }
 
 impl Host for ChengView<'_> {
-    async fn write(&mut self, req: WriteRequest) -> Result<WriteOutcome, Failure> {
+    async fn write(&mut self, req: WriteRequest) -> Result<WriteOutcome, ImportError> {
         let caps = self.caps()?;
         let scope = &caps.scope;
         let request = GitRequest {

@@ -10,7 +10,7 @@ use cheng_contract::text::{cut_at_char, escape_line};
 pub const MAX_LOG_LINE: usize = 4096;
 
 impl Host for ChengView<'_> {
-    async fn log(&mut self, level: Level, message: String) {
+    async fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
         let cut = cut_at_char(&message, MAX_LOG_LINE);
         let message = escape_line(cut) + if cut.len() < message.len() { " …" } else { "" };
         let c = self.ctx.call.as_ref().map_or("(describing)", |c| c.component.as_str());
@@ -21,5 +21,6 @@ impl Host for ChengView<'_> {
             Level::Warn => tracing::warn!(target: "cheng::plugin", component = %c, "{message}"),
             Level::Error => tracing::error!(target: "cheng::plugin", component = %c, "{message}"),
         }
+        Ok(())
     }
 }

@@ -20,6 +20,12 @@
 //! [`add_to_linker`]. The interfaces have no resources, so the view holds no table.
 //! A store made to run `describe` has no call (`ChengCtx::describe`): every import
 //! then refuses, and nothing stands in for a broker or a spawner.
+//!
+//! Every import that can fail returns [`ImportError`] (bindgen's trappable error type):
+//! a [`types::Failure`] goes to the guest as its typed error; a [`ImportError::Fault`],
+//! a host bug found inside the import, traps the guest instead, and the call ends as
+//! "crashed" with the fault named — never a wrong answer, never a hang. (A host panic
+//! inside an import ends the same way: `runtime::call` catches it.)
 
 pub mod approval;
 mod convert;
@@ -35,8 +41,11 @@ mod generated {
     wasmtime::component::bindgen!({
         path: "../wit",
         world: "cheng:tool/tool",
-        imports: { default: async },
+        // Every import may trap: one that returns `result<_, failure>` through
+        // `ImportError`, the others through an outer `wasmtime::Result`.
+        imports: { default: async | trappable },
         exports: { default: async },
+        trappable_error_type: { "cheng:tool/types.failure" => crate::runtime::bindings::ImportError },
     });
 }
 
@@ -146,7 +155,39 @@ impl HasData for HasCheng {
     type Data<'a> = ChengView<'a>;
 }
 
-impl types::Host for ChengView<'_> {}
+/// What a failing import returns: the guest's typed failure, or a fault of the host's
+/// own that must not reach the guest as an answer.
+#[derive(Debug)]
+pub enum ImportError {
+    /// A failure the guest receives (`result::err`).
+    Failure(types::Failure),
+    /// A host bug found inside the import: the guest traps and the call is "crashed".
+    Fault(wasmtime::Error),
+}
+
+impl From<types::Failure> for ImportError {
+    fn from(f: types::Failure) -> Self {
+        ImportError::Failure(f)
+    }
+}
+
+/// A host fault found inside an import, as the trap it becomes: `what` says what went
+/// wrong, for the record and the operator.
+pub(crate) fn fault(what: impl std::fmt::Display) -> wasmtime::Error {
+    wasmtime::Error::msg(format!("a host fault inside a host service: {what}"))
+}
+
+impl types::Host for ChengView<'_> {
+    fn convert_failure(&mut self, err: ImportError) -> wasmtime::Result<types::Failure> {
+        match err {
+            ImportError::Failure(f) => Ok(f),
+            ImportError::Fault(e) => {
+                tracing::error!(target: "cheng::host", "{e:#}");
+                Err(e)
+            }
+        }
+    }
+}
 
 /// Add the `tool` world's imports and WASI to `linker`.
 pub fn add_to_linker<T: ChengHostView + wasmtime_wasi::WasiView + wasmtime_wasi_http::WasiHttpView + 'static>(

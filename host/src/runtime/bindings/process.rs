@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::generated::cheng::tool::process::{CommandOutcome, CommandRequest, Host};
 use super::generated::cheng::tool::types::Failure;
-use super::{ChengView, denied, failure, refused};
+use super::{ChengView, ImportError, denied, failure, refused};
 use crate::call::{Answer, CallScope, say, why_not};
 use crate::capability;
 use crate::policy::process::RuleDecision;
@@ -70,7 +70,7 @@ pub(super) async fn approve_and_run(
 }
 
 impl Host for ChengView<'_> {
-    async fn run(&mut self, req: CommandRequest) -> Result<CommandOutcome, Failure> {
+    async fn run(&mut self, req: CommandRequest) -> Result<CommandOutcome, ImportError> {
         let caps = self.caps()?;
         let scope = &caps.scope;
         capability::spawn(caps.spawn, &caps.component, &req.command).map_err(|d| refused(scope, d))?;

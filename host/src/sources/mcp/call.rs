@@ -39,12 +39,12 @@ pub(crate) async fn run(
     }
     let conn = match server.conn(root).await {
         Ok(c) => c,
-        Err(why) => return scope.crashed(&why),
+        Err(why) => return scope.crashed(&why.to_string()),
     };
     if conn.watch.list_changed.load(std::sync::atomic::Ordering::SeqCst)
         && let Err(why) = server.refresh(&conn).await
     {
-        return scope.crashed(&why);
+        return scope.crashed(&why.to_string());
     }
     if let Some(why) = server.withheld(tool) {
         return withheld(scope, &id, &why);

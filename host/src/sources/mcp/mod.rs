@@ -38,7 +38,42 @@ use crate::process::mcp_server::ServerLaunch;
 use crate::runtime::component::ToolSpec;
 use cheng_contract::{FsAccess, Needs};
 use conn::Conn;
-use pins::{Diff, Pinned, Pins};
+use pins::{Diff, Pinned, Pins, PinsError};
+
+/// Why a server's tools could not be reached.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SourceError {
+    /// The server could not be started or reached, or did not complete its handshake.
+    #[error("{0}")]
+    Start(String),
+    /// The variable its `bearer_env` names is not set.
+    #[error("the variable {0} (bearer_env) is not set")]
+    BearerUnset(String),
+    /// It is running but did not answer as MCP requires (its tool listing failed).
+    #[error("{0}")]
+    Protocol(String),
+    /// It stopped, and is started again only after a pause.
+    #[error("{why}; it is restarted on a call after {retry_ms} ms")]
+    Backoff {
+        /// Why it stopped.
+        why: String,
+        /// How long until the next start is tried, in milliseconds.
+        retry_ms: u128,
+    },
+    /// Its pins could not be read or stored.
+    #[error(transparent)]
+    Pins(#[from] PinsError),
+    /// The scratch folder its first listing runs in could not be made.
+    #[error("cannot create {}: {source}", path.display())]
+    Scratch {
+        /// The folder.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+}
 
 /// The output schema every server tool is offered with: the result's content blocks,
 /// its structured content when the server sent one, and whether the cap cut it.
@@ -143,17 +178,17 @@ impl Server {
     }
 
     /// Start the server in `root` (or reach it, for a URL) and talk MCP to it.
-    async fn start(&self, root: &Path) -> Result<Conn, String> {
+    async fn start(&self, root: &Path) -> Result<Conn, SourceError> {
         let handshake = Duration::from_millis(self.cfg.timeout_ms.max(10_000));
         let (command, args) = match &self.cfg.launch {
             Launch::Url { url, bearer_env } => {
                 let bearer = match bearer_env {
-                    Some(name) => {
-                        Some(std::env::var(name).map_err(|_| format!("the variable {name} (bearer_env) is not set"))?)
-                    }
+                    Some(name) => Some(std::env::var(name).map_err(|_| SourceError::BearerUnset(name.clone()))?),
                     None => None,
                 };
-                return conn::connect_http(url, bearer, self.egress.clone(), handshake).await;
+                return conn::connect_http(url, bearer, self.egress.clone(), handshake)
+                    .await
+                    .map_err(SourceError::Start);
             }
             Launch::Command { command, args } => (command, args),
         };
@@ -167,14 +202,16 @@ impl Server {
             read: self.cfg.read.clone(),
             etc_withheld: self.cfg.etc_withheld.clone(),
         };
-        let process = self.spawner.start_server(&launch)?;
+        let process = self.spawner.start_server(&launch).map_err(|e| SourceError::Start(e.to_string()))?;
         tracing::info!(target: "cheng::mcp", server = %self.cfg.id, pid = process.pid, workspace = %root.display(),
             readable = ?process.readable, "started");
-        conn::connect(process, handshake, DEFAULT_MESSAGE_BYTES.max(self.cfg.output_bytes * 4)).await
+        conn::connect(process, handshake, DEFAULT_MESSAGE_BYTES.max(self.cfg.output_bytes * 4))
+            .await
+            .map_err(SourceError::Start)
     }
 
     /// The live connection in `root`, started (or restarted) when there is none.
-    async fn conn(&self, root: &Path) -> Result<Arc<Conn>, String> {
+    async fn conn(&self, root: &Path) -> Result<Arc<Conn>, SourceError> {
         let mut slots = self.slots.lock().await;
         let slot = slots.entry(root.to_path_buf()).or_default();
         if let Some(c) = &slot.conn {
@@ -189,11 +226,7 @@ impl Server {
         if let Some(at) = slot.retry_at {
             let now = Instant::now();
             if now < at {
-                return Err(format!(
-                    "{}; it is restarted on a call after {} ms",
-                    slot.last_error,
-                    (at - now).as_millis()
-                ));
+                return Err(SourceError::Backoff { why: slot.last_error.clone(), retry_ms: (at - now).as_millis() });
             }
         }
         match self.start(root).await {
@@ -207,7 +240,7 @@ impl Server {
             }
             Err(e) => {
                 slot.failures += 1;
-                slot.last_error = e.clone();
+                slot.last_error = e.to_string();
                 slot.retry_at = Some(Instant::now() + backoff(slot.failures.max(2)));
                 Err(e)
             }
@@ -223,9 +256,9 @@ impl Server {
 
     /// List the server's tools now and withhold every pinned one whose definition
     /// differs (or that is gone). The first list of a server without pins pins them.
-    async fn refresh(&self, c: &Conn) -> Result<Diff, String> {
+    async fn refresh(&self, c: &Conn) -> Result<Diff, SourceError> {
         c.watch.list_changed.store(false, std::sync::atomic::Ordering::SeqCst);
-        let live = c.list().await?;
+        let live = c.list().await.map_err(SourceError::Protocol)?;
         let first = lock(&self.pins).tools.is_empty() && !self.pins_path.as_ref().is_some_and(|p| p.exists());
         if first {
             let pins = Pins { tools: live.clone() };
@@ -343,9 +376,9 @@ impl Hub {
 
 impl Server {
     /// Start the server once in an empty directory and pin what it lists.
-    async fn discover(&self) -> Result<(), String> {
+    async fn discover(&self) -> Result<(), SourceError> {
         let dir = std::env::temp_dir().join(format!("cheng-mcp-discover-{}-{}", std::process::id(), crate::new_id()));
-        std::fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir(&dir).map_err(|source| SourceError::Scratch { path: dir.clone(), source })?;
         let result = async {
             let c = self.start(&dir).await?;
             self.refresh(&c).await.map(|_| ())
@@ -357,7 +390,7 @@ impl Server {
 
     /// Compare the server's tools now (started in `root`) with the accepted ones; with
     /// `accept`, take them as the new pins.
-    pub async fn review(&self, root: &Path, accept: bool) -> Result<Review, String> {
+    pub async fn review(&self, root: &Path, accept: bool) -> Result<Review, SourceError> {
         let c = self.start(root).await?;
         let diff = self.refresh(&c).await?;
         if accept {

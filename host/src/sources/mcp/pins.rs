@@ -101,24 +101,59 @@ pub fn path(state: &Path, id: &str) -> PathBuf {
     state.join("mcp").join(format!("{id}.json"))
 }
 
+/// Why a server's pins could not be read or stored.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PinsError {
+    /// The file (or its folder) could not be read, created or written.
+    #[error("cannot {what} {}: {source}", path.display())]
+    Io {
+        /// `read`, `create` or `write`.
+        what: &'static str,
+        /// The file or folder.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not the pins JSON the host writes.
+    #[error("{} is unreadable: {source}", path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// The parse error.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
 /// Read a server's pins (`None` when it has none yet).
-pub fn load(path: &Path) -> Result<Option<Pins>, String> {
+pub fn load(path: &Path) -> Result<Option<Pins>, PinsError> {
     match std::fs::read(path) {
-        Ok(bytes) => {
-            serde_json::from_slice(&bytes).map(Some).map_err(|e| format!("{} is unreadable: {e}", path.display()))
-        }
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|source| PinsError::Unreadable { path: path.to_path_buf(), source }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        Err(source) => Err(PinsError::Io { what: "read", path: path.to_path_buf(), source }),
     }
 }
 
 /// Store a server's pins (atomically).
-pub fn save(path: &Path, pins: &Pins) -> Result<(), String> {
+pub fn save(path: &Path, pins: &Pins) -> Result<(), PinsError> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|source| PinsError::Io {
+            what: "create",
+            path: dir.to_path_buf(),
+            source,
+        })?;
     }
-    let text = serde_json::to_vec_pretty(pins).map_err(|e| e.to_string())?;
-    crate::atomic::write_atomic(path, &text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    // A map of strings to plain records: serializing it cannot fail.
+    let text = serde_json::to_vec_pretty(pins).unwrap_or_default();
+    crate::atomic::write_atomic(path, &text).map_err(|source| PinsError::Io {
+        what: "write",
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 #[cfg(test)]

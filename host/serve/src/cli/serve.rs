@@ -8,9 +8,9 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result, bail};
 use cheng_host::Host;
 use cheng_host::policy::Config;
-use cheng_host::serve::approver::ClientApprover;
-use cheng_host::serve::workspace::WorkspaceChoice;
-use cheng_host::serve::{ServeError, ServeOptions};
+use cheng_serve::approver::ClientApprover;
+use cheng_serve::workspace::WorkspaceChoice;
+use cheng_serve::{ServeError, ServeOptions};
 
 use super::args::Cli;
 use super::{UsageError, known_role, need_state};
@@ -74,7 +74,7 @@ pub async fn serve(
         let _ = writeln!(std::io::stderr(), "cheng: shutting down");
         stop.cancel();
     });
-    if let Err(e) = cheng_host::serve::serve(host.clone(), opts, client_approver, shutdown).await {
+    if let Err(e) = cheng_serve::serve(host.clone(), opts, client_approver, shutdown).await {
         if matches!(e, ServeError::Remote(_)) {
             bail!(UsageError(e.to_string()));
         }

@@ -79,7 +79,7 @@ fn warm(cheng: &std::path::Path, state: &std::path::Path, ws: &std::path::Path) 
 pub async fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let n = if quick { 3 } else { 7 };
-    let cheng = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/cheng");
+    let cheng = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/cheng");
     let ws = tempfile::tempdir().unwrap();
     let (mut fresh_init, mut fresh_list, mut warm_list) = (Vec::new(), Vec::new(), Vec::new());
     let mut tools = 0;

@@ -22,8 +22,8 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio_util::sync::CancellationToken;
 
-use crate::Host;
-use crate::approvals::Answered;
+use cheng_host::Host;
+use cheng_host::approvals::Answered;
 
 /// The directory of the servers' sockets in `state_dir`.
 pub fn dir(state_dir: &Path) -> PathBuf {
@@ -74,7 +74,7 @@ pub async fn serve(host: Host, state_dir: &Path, shutdown: CancellationToken) ->
             false => Err(format!("a connection from another user ({uid:?}) refused")),
             true => {
                 let hosts = host_pids(&dir);
-                super::peer::vet(std::os::fd::AsRawFd::as_raw_fd(&stream), pid, &hosts)
+                super::peer::vet(std::os::fd::AsRawFd::as_raw_fd(&stream), pid, &hosts).map_err(|r| r.to_string())
             }
         };
         if let Err(why) = verdict {

@@ -52,9 +52,9 @@ use tokio::sync::Semaphore;
 use super::approver::ClientApprover;
 use super::tokens::{Kind, Principal};
 use super::workspace::{NoWorkspace, WorkspaceChoice};
-use crate::approvals::{ApprovalEvent, ApprovalRequest};
-use crate::policy::ServeConfig;
-use crate::{Context, ErrorKind, FsAccess, Host, Status, ToolInfo, ToolResult};
+use cheng_host::approvals::{ApprovalEvent, ApprovalRequest};
+use cheng_host::policy::ServeConfig;
+use cheng_host::{Context, ErrorKind, FsAccess, Host, Status, ToolInfo, ToolResult};
 
 /// The `_meta` key a stateless request may name its run under.
 pub const RUN_META_KEY: &str = "cheng/run";
@@ -115,7 +115,10 @@ impl ChengMcp {
         answer_hint: String,
     ) -> ChengMcp {
         let stdio = stdio_role.map(|role| {
-            (Principal { name: "stdio".into(), kind: Kind::Agent, role: Some(role), workspace: None }, crate::new_id())
+            (
+                Principal { name: "stdio".into(), kind: Kind::Agent, role: Some(role), workspace: None },
+                cheng_host::new_id(),
+            )
         });
         ChengMcp {
             inner: Arc::new(State {
@@ -241,7 +244,7 @@ impl ChengMcp {
         }
         match parts.and_then(|p| p.extensions.get::<Connection>()) {
             Some(c) => format!("conn-{}", sanitize(&c.0)),
-            None => format!("mcp-{}", crate::new_id()),
+            None => format!("mcp-{}", cheng_host::new_id()),
         }
     }
 
@@ -257,11 +260,11 @@ impl ChengMcp {
             .clone()
     }
 
-    /// A tool as listed: its schemas in the listed form ([`crate::schema::listed`]), and
+    /// A tool as listed: its schemas in the listed form ([`cheng_host::schema::listed`]), and
     /// hints from its grants, each only where it differs from the specification's default
     /// (not read-only, destructive, open world) — `readOnlyHint` always.
     fn tool(&self, t: ToolInfo) -> Tool {
-        use crate::schema::{Side, listed};
+        use cheng_host::schema::{Side, listed};
         let schema = |v: serde_json::Value| match v {
             serde_json::Value::Object(m) => Arc::new(m),
             _ => Arc::default(),
@@ -357,7 +360,7 @@ impl ServerHandler for ChengMcp {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_logging().enable_tools().build())
             .with_server_info(Implementation::new("cheng", env!("CARGO_PKG_VERSION")).with_title("Cheng"))
-            .with_instructions(crate::schema::GLOSSARY)
+            .with_instructions(cheng_host::schema::GLOSSARY)
     }
 
     async fn set_level(&self, request: SetLevelRequestParams, cx: RequestContext<RoleServer>) -> Result<(), ErrorData> {
@@ -477,7 +480,7 @@ impl ServerHandler for ChengMcp {
         };
         // What does not apply is left out, as the listed output schemas say.
         let mut output = result.output;
-        crate::schema::strip_nulls(&mut output);
+        cheng_host::schema::strip_nulls(&mut output);
         let text = output.to_string();
         let out = if result.status == Status::Ok {
             let mut out = CallToolResult::success(vec![ContentBlock::text(text)]);

@@ -16,7 +16,7 @@ use rmcp::RoleServer;
 use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema, ProtocolVersion};
 use rmcp::service::{Peer, RequestContext};
 
-use crate::approvals::{ApprovalRequest, Approver, Decision};
+use cheng_host::approvals::{ApprovalRequest, Approver, Decision};
 
 /// The runs whose clients may be asked, and how to reach them.
 #[derive(Default)]

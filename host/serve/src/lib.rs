@@ -1,6 +1,6 @@
 //! `cheng serve`: the host as an MCP server, over stdio (what local clients launch) and
 //! streamable HTTP at `/mcp`, in one process if asked. The server adds transports and
-//! credentials, never policy: every tool call is one [`crate::Host::call`].
+//! credentials, never policy: every tool call is one [`cheng_host::Host::call`].
 //!
 //! - [`mcp`]: the MCP handler (tools per role, calls, progress, cancellation, limits);
 //! - [`http`]: the HTTP gate (Host, Origin, bearer token → role) and the axum server;
@@ -14,20 +14,22 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use cheng_host::serve::{ServeOptions, serve};
+//! use cheng_serve::{ServeOptions, serve};
 //!
 //! let host = cheng_host::HostBuilder::new().build().await?;
 //! let opts = ServeOptions {
 //!     stdio: false,
 //!     http: Some("127.0.0.1:8931".parse()?),
 //!     allow_remote: false,
-//!     workspace: cheng_host::serve::workspace::WorkspaceChoice::Given("/path/to/project".into()),
+//!     workspace: cheng_serve::workspace::WorkspaceChoice::Given("/path/to/project".into()),
 //!     role: "developer".into(),
 //!     state_dir: "/var/lib/cheng".into(),
 //! };
 //! serve(host, opts, None, tokio_util::sync::CancellationToken::new()).await?;
 //! # Ok(()) }
 //! ```
+
+#![deny(missing_docs)]
 
 pub(crate) mod api;
 pub mod approver;
@@ -45,7 +47,7 @@ use std::sync::Arc;
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::Host;
+use cheng_host::Host;
 
 /// What to serve.
 #[derive(Debug, Clone)]

@@ -30,7 +30,7 @@ use common::{ms, p50};
 type Client = RunningService<RoleClient, ()>;
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
 fn cheng(state: &Path, ws: &Path) -> tokio::process::Command {

@@ -9,7 +9,7 @@
 //! # Example
 //!
 //! ```
-//! use cheng_host::serve::tokens::{Kind, TokenStore};
+//! use cheng_serve::tokens::{Kind, TokenStore};
 //!
 //! let dir = std::env::temp_dir().join(format!("tokens-doc-{}", std::process::id()));
 //! let store = TokenStore::new(&dir);
@@ -127,7 +127,7 @@ impl TokenStore {
     fn save(&self, list: &[Stored]) -> Result<(), TokenError> {
         let io = |source| TokenError::Io { path: self.path.display().to_string(), source };
         let data = serde_json::to_vec_pretty(list).unwrap_or_default();
-        crate::atomic::write_atomic(&self.path, &data).map_err(io)?;
+        cheng_host::atomic::write_atomic(&self.path, &data).map_err(io)?;
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&self.path, std::fs::Permissions::from_mode(0o600)).map_err(io)
     }
@@ -166,8 +166,8 @@ impl TokenStore {
                 "a token named \"{name}\" exists; revoke it first or pick another name"
             )));
         }
-        let secret = format!("cheng_{}{}", crate::new_id(), crate::new_id());
-        let created_ms = crate::unix_ms();
+        let secret = format!("cheng_{}{}", cheng_host::new_id(), cheng_host::new_id());
+        let created_ms = cheng_host::unix_ms();
         list.push(Stored {
             name: name.to_string(),
             kind,

@@ -56,7 +56,7 @@ async fn inspect(file: &Path) -> Result<u8> {
 
 /// One request to a running server's approvals socket, and its reply.
 async fn approvals(dir: &Path, req: serde_json::Value) -> Result<u8> {
-    let reply = cheng_host::serve::socket::request(dir, &req).await?;
+    let reply = cheng_serve::socket::request(dir, &req).await?;
     emit_json(&reply)?;
     Ok(match reply["result"].as_str() {
         None | Some("applied") => 0,
@@ -67,7 +67,7 @@ async fn approvals(dir: &Path, req: serde_json::Value) -> Result<u8> {
 
 /// `cheng token add | revoke | list`.
 fn token(cli: &Cli, config: &Config, dir: &Path, action: &TokenCommand) -> Result<u8> {
-    use cheng_host::serve::tokens::{Kind, TokenStore};
+    use cheng_serve::tokens::{Kind, TokenStore};
     let store = TokenStore::new(dir);
     match action {
         TokenCommand::Add { name, role, operator } => {

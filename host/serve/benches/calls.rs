@@ -16,7 +16,7 @@ use cheng_host::{Context, Host, HostBuilder, PluginSpec, Status};
 use serde_json::json;
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
 fn pct(sorted: &[Duration], p: f64) -> Duration {

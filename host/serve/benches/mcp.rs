@@ -20,7 +20,7 @@ use rmcp::model::CallToolRequestParams;
 use super::common;
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
 fn node() -> Option<PathBuf> {

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result};
 use cheng_host::approvals::{Approver, FirstAnswer, RefuseAll};
 use cheng_host::policy::Config;
-use cheng_host::serve::approver::ClientApprover;
 use cheng_host::{Host, HostBuilder};
+use cheng_serve::approver::ClientApprover;
 
 use super::args::{ApproveMode, Cli, Command};
 use super::{config_places, settings, tty};

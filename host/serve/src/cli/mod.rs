@@ -120,7 +120,7 @@ pub fn workspace_of(workspace: &Option<PathBuf>, state: &Option<PathBuf>) -> Res
         Some(w) => Ok(w.clone()),
         None => {
             let state = state.clone().unwrap_or_default();
-            Ok(cheng_host::serve::workspace::current_dir_default(&state).map_err(|e| UsageError(e.0))?)
+            Ok(cheng_serve::workspace::current_dir_default(&state).map_err(|e| UsageError(e.0))?)
         }
     }
 }

@@ -36,7 +36,7 @@ fn list(config: &Config, host: &Host) -> Result<u8> {
     let tools = host.tools();
     let list: Vec<_> = config
         .mcp()
-        .map_err(UsageError)?
+        .map_err(|e| UsageError(e.0))?
         .iter()
         .map(|s| {
             let prefix = format!("{}__", s.id);

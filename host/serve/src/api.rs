@@ -32,9 +32,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::tokens::Principal;
-use crate::Host;
-use crate::approvals::{Answered, ApprovalEvent};
-use crate::records::{Filter, Status};
+use cheng_host::Host;
+use cheng_host::approvals::{Answered, ApprovalEvent};
+use cheng_host::records::{Filter, Status};
 
 /// The console's Content-Security-Policy.
 pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
@@ -77,7 +77,7 @@ async fn console_css() -> Response {
 }
 
 /// A run's status: waiting on a person, working, or idle.
-fn status_of(host: &Host, run: &crate::observe::RunEntry) -> (&'static str, String) {
+fn status_of(host: &Host, run: &cheng_host::observe::RunEntry) -> (&'static str, String) {
     if let Some(summary) = host.approvals().awaiting_summary(&run.id) {
         ("awaiting-approval", summary)
     } else if run.active > 0 {
@@ -87,7 +87,7 @@ fn status_of(host: &Host, run: &crate::observe::RunEntry) -> (&'static str, Stri
     }
 }
 
-fn run_json(host: &Host, r: &crate::observe::RunEntry) -> Value {
+fn run_json(host: &Host, r: &cheng_host::observe::RunEntry) -> Value {
     let (status, activity) = status_of(host, r);
     json!({
         "id": r.id, "status": status, "activity": activity, "role": r.role, "calls": r.calls,
@@ -106,7 +106,7 @@ async fn health(State(host): State<Host>) -> Json<Value> {
         "activeRuns": host.observer().active_runs(),
         "uptime_s": host.observer().uptime().as_secs_f64(),
         "version": env!("CARGO_PKG_VERSION"),
-        "confinement": crate::confinement(),
+        "confinement": cheng_host::confinement(),
         "audit_log": audit,
         "last_minute": host.observer().last_minute(),
     }))
@@ -141,7 +141,7 @@ async fn run(State(host): State<Host>, Path(id): Path<String>) -> Response {
 /// A record as lists show it (the result itself left out). Its preview and denials hold
 /// text a model or a server chose (a refused path, a tool name): shown escaped, one line
 /// each, like every card.
-fn summary(r: &crate::CallRecord) -> Value {
+fn summary(r: &cheng_host::CallRecord) -> Value {
     json!({
         "id": r.id, "run": r.run, "role": r.role, "tool": r.tool, "status": r.status,
         "preview": shown(json!(r.preview)),
@@ -303,7 +303,7 @@ async fn records(State(host): State<Host>, Query(q): Query<RecordQuery>) -> Resp
         Err(e) => return (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": e.to_string()}))).into_response(),
     };
     let limit = q.limit.unwrap_or(50).clamp(1, 500);
-    let page: Vec<&crate::CallRecord> = all
+    let page: Vec<&cheng_host::CallRecord> = all
         .iter()
         .rev()
         .filter(|r| q.since.is_none_or(|s| r.started_at_ms >= s))

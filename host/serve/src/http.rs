@@ -34,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 use super::ServeError;
 use super::mcp::{ChengMcp, Connection};
 use super::tokens::{Kind, TokenStore};
-use crate::policy::ServeConfig;
+use cheng_host::policy::ServeConfig;
 
 /// What the gate checks against.
 #[derive(Clone)]
@@ -118,7 +118,7 @@ impl Gate {
     /// Append one refusal to the access log and the log.
     fn refuse(&self, status: StatusCode, from: SocketAddr, req: &Request, why: &str, token: Option<&str>) -> Response {
         let line = serde_json::json!({
-            "time_ms": crate::unix_ms(),
+            "time_ms": cheng_host::unix_ms(),
             "remote": from.to_string(),
             "method": req.method().as_str(),
             // A refusal is logged before any token is checked: what is echoed is cut.
@@ -374,7 +374,7 @@ pub fn check_bind(addr: SocketAddr, allow_remote: bool) -> Result<(), ServeError
 /// until `shutdown` fires.
 pub async fn serve(
     listener: tokio::net::TcpListener,
-    host: crate::Host,
+    host: cheng_host::Host,
     mcp: ChengMcp,
     gate: Gate,
     config: &ServeConfig,
@@ -413,7 +413,7 @@ pub(crate) fn append_access(path: &std::path::Path, line: &serde_json::Value) {
     use std::os::unix::fs::OpenOptionsExt as _;
     let mut line = line.clone();
     if line.get("time_ms").is_none() {
-        line["time_ms"] = serde_json::json!(crate::unix_ms());
+        line["time_ms"] = serde_json::json!(cheng_host::unix_ms());
     }
     let written = std::fs::OpenOptions::new()
         .create(true)
