@@ -242,8 +242,12 @@ impl HostBuilder {
         };
         let log = match audit_path {
             Some(p) => Some(
-                AuditLog::open(&p, Duration::from_millis(self.config.records.commit_window_ms))
-                    .map_err(|e| HostError::Audit(e.to_string()))?,
+                AuditLog::open_rotating(
+                    &p,
+                    Duration::from_millis(self.config.records.commit_window_ms),
+                    self.config.records.max_bytes,
+                )
+                .map_err(|e| HostError::Audit(e.to_string()))?,
             ),
             None => None,
         };

@@ -118,6 +118,7 @@ pub mod registry;
 pub mod runstate;
 pub mod runtime;
 pub mod schema;
+pub mod signature;
 pub mod sources;
 #[doc(hidden)]
 pub mod testing;
@@ -130,7 +131,7 @@ pub use context::{Context, ToolResult, new_id, unix_ms};
 pub use error::{ErrorKind, HostError};
 pub use host::{Host, ToolInfo};
 pub use inspect::{Inspection, inspect};
-pub use plugins::{PluginError, PluginSpec};
+pub use plugins::{PluginError, PluginSpec, signature_path as plugin_signature_path};
 pub use policy::valid_plugin_id;
 pub use process::contain::{Stat as ProcessStat, stat as process_stat};
 pub use records::{CallRecord, Status};

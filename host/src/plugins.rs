@@ -51,6 +51,10 @@ pub enum PluginError {
     /// Its bytes are not those the entry pins, or nothing pins them.
     #[error("{0}")]
     Pin(String),
+    /// Its entry lists signing keys, and its signature is missing, by another key, or
+    /// not of these bytes.
+    #[error("{0}")]
+    Signature(String),
     /// The file is not a component of the tool world, or it imports what a plugin may not.
     #[error("{0}")]
     Component(String),
@@ -59,7 +63,14 @@ pub enum PluginError {
     Registry(#[from] crate::HostError),
 }
 
-/// A plugin entry from `cheng.toml`, read and checked (pin, id, grants).
+/// Where a component's detached minisign signature is: `<file>.minisig`.
+pub fn signature_path(wasm: &Path) -> std::path::PathBuf {
+    let mut name = wasm.as_os_str().to_os_string();
+    name.push(".minisig");
+    name.into()
+}
+
+/// A plugin entry from `cheng.toml`, read and checked (pin, signature, id, grants).
 pub(crate) fn plugin_from_config(cfg: &Config, pc: &PluginConfig) -> Result<PluginSpec, PluginError> {
     let id = &pc.id;
     if !valid_plugin_id(id) {
@@ -81,13 +92,32 @@ pub(crate) fn plugin_from_config(cfg: &Config, pc: &PluginConfig) -> Result<Plug
                 path.display()
             )));
         }
-        None if !cfg.allow_unpinned_plugins => {
+        // A signature by a listed key pins it as well as a digest does.
+        None if !cfg.allow_unpinned_plugins && pc.signed_by.is_empty() => {
             return Err(PluginError::Pin(format!(
                 "plugin \"{id}\": no sha256 pin in cheng.toml; add sha256 = \"{actual}\" after vetting {}",
                 path.display()
             )));
         }
         _ => {}
+    }
+    if !pc.signed_by.is_empty() {
+        let sig_path = signature_path(&path);
+        let refused = |e: crate::signature::SignatureError| {
+            PluginError::Signature(format!("plugin \"{id}\" ({}): {e}; refusing to load it", path.display()))
+        };
+        crate::signature::check_keys(&pc.signed_by).map_err(refused)?;
+        let text = match std::fs::read_to_string(&sig_path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(refused(crate::signature::SignatureError::Missing(sig_path.display().to_string())));
+            }
+            Err(source) => return Err(PluginError::Read { id: id.clone(), path: sig_path, source }),
+        };
+        let info =
+            crate::signature::verify(&wasm, &text, &sig_path.display().to_string(), &pc.signed_by).map_err(refused)?;
+        tracing::info!(target: "cheng::plugins", plugin = %id, key = %info.key_id,
+            comment = %cheng_contract::text::escape_line(&info.trusted_comment), "signature verified");
     }
     let fs = match &pc.fs {
         FsGrantConfig::Simple(s) if s == "none" => FsGrant::None,

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// Bottom to top. Modules in one layer do not use each other.
 const LAYERS: &[&[&str]] = &[
-    &["atomic", "egress", "schema", "testing"],
+    &["atomic", "egress", "schema", "signature", "testing"],
     &["error"],
     &["context"],
     &["approvals", "capability", "guard", "runstate"],
@@ -36,6 +36,7 @@ const ROOT_ITEMS: &[(&str, &str)] = &[
     ("valid_plugin_id", "policy"),
     ("PluginSpec", "plugins"),
     ("PluginError", "plugins"),
+    ("plugin_signature_path", "plugins"),
     ("ToolSpec", "runtime"),
     ("Host", "host"),
     ("ToolInfo", "host"),

@@ -42,6 +42,8 @@ mod crash;
 mod walk_equivalence;
 // Third-party components: loading, pins, refusals at load, inspect.
 mod plugins;
+// Signed plugins: minisign signatures checked in-process.
+mod signatures;
 // The README's plugin walkthrough, verbatim.
 mod examples;
 // workspace_shell and process spawning: real processes, every termination, the attacks.

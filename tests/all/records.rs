@@ -135,3 +135,94 @@ fn cheng_records_lists_and_filters() {
     assert_eq!(list(&["records", "--run", "r2"])[0]["status"], "error");
     assert_eq!(list(&["records", "--tool", "read_file", "--last", "1"])[0]["run"], "r2");
 }
+
+/// The audit chain under load: 200 `cheng call` processes and one in-process host with
+/// 300 calls in flight, all on one state directory whose log rotates every 64 KiB. The
+/// chain verifies across every file (`cheng records verify`), and every call has
+/// exactly one final record. Then one record is edited, and the same command names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_chain_holds_under_many_writers_and_names_an_edit() {
+    let state = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(util::shared_state().join("cache"), state.path().join("cache")).unwrap();
+    let ws = util::workspace();
+    // A short commit window: the sync thread writes the head file often, beside the appends.
+    let toml = "[records]\nmax_bytes = 65536\ncommit_window_ms = 5\n";
+    let cfg_file = state.path().join("cheng.toml");
+    std::fs::write(&cfg_file, toml).unwrap();
+
+    let mut b = HostBuilder::new();
+    b.config(Config::from_toml_str(toml, "t.toml").unwrap());
+    b.state_dir(state.path()).cache_dir(util::shared_state().join("cache"));
+    let h = std::sync::Arc::new(b.build().await.unwrap());
+
+    // The processes, 25 at a time, on threads of their own...
+    let (ws_path, state_path) = (ws.path().to_path_buf(), state.path().to_path_buf());
+    let procs = std::thread::spawn(move || {
+        let mut failed = 0;
+        for wave in 0..8 {
+            let children: Vec<_> = (0..25)
+                .map(|i| {
+                    util::cheng_in(&ws_path, &state_path)
+                        .arg("--config")
+                        .arg(&cfg_file)
+                        .args(["call", "think", &json!({"thought": format!("process {wave}-{i}")}).to_string()])
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .spawn()
+                        .unwrap()
+                })
+                .collect();
+            for mut c in children {
+                failed += usize::from(!c.wait().unwrap().success());
+            }
+        }
+        failed
+    });
+    // ...while the host runs 300 calls at once.
+    let cx = Context::new(ws.path()).run("load");
+    let calls = (0..300).map(|i| {
+        let (h, cx) = (h.clone(), cx.clone());
+        tokio::spawn(async move { h.call(&cx, "think", json!({"thought": format!("host {i}")})).await.status })
+    });
+    for c in futures::future::join_all(calls).await {
+        assert_eq!(c.unwrap(), Status::Ok);
+    }
+    assert_eq!(tokio::task::spawn_blocking(move || procs.join().unwrap()).await.unwrap(), 0, "every process call ran");
+    drop(h);
+
+    let log = state.path().join("audit.jsonl");
+    let out = util::cheng_in(ws.path(), state.path()).args(["records", "verify"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(out.status.success() && v["ok"] == true, "{v}");
+    let files = v["files"].as_array().unwrap().len();
+    assert!(files >= 3, "the log rotated under load: {v}");
+    // Every call once: a final line per id, 500 ids.
+    let mut finals = std::collections::HashMap::<String, usize>::new();
+    for f in v["files"].as_array().unwrap() {
+        for line in std::fs::read_to_string(f.as_str().unwrap()).unwrap().lines() {
+            let r: Value = serde_json::from_str(line).unwrap();
+            if r["status"].is_string() && r["status"] != "running" {
+                *finals.entry(r["id"].as_str().unwrap().to_string()).or_default() += 1;
+            }
+        }
+    }
+    assert_eq!(finals.len(), 500);
+    assert!(finals.values().all(|&n| n == 1), "a call with more than one final record");
+    assert_eq!(read_log(&log, &Filter::default()).unwrap().len(), 500);
+    // --head prints the last link, as the walk found it.
+    let out = util::cheng_in(ws.path(), state.path()).args(["records", "verify", "--head"]).output().unwrap();
+    let head: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((&head["seq"], &head["sha256"]), (&v["last_seq"], &v["last_sha256"]));
+
+    // One record of a rotated file edited (its thought changed): named by its seq.
+    let first = v["files"][0].as_str().unwrap().to_string();
+    let text = std::fs::read_to_string(&first).unwrap();
+    let line = text.lines().find(|l| l.contains("\"thought\"")).unwrap();
+    let seq = serde_json::from_str::<Value>(line).unwrap()["seq"].clone();
+    std::fs::write(&first, text.replacen(line, &line.replacen("\"thought\":\"", "\"thought\":\"forged ", 1), 1))
+        .unwrap();
+    let out = util::cheng_in(ws.path(), state.path()).args(["records", "verify"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{v}");
+    assert_eq!((&v["problem"]["kind"], &v["problem"]["seq"]), (&json!("edited"), &seq), "{v}");
+}

@@ -10,7 +10,7 @@ pub const TABLES: &[(&str, &[&str])] = &[
     ("(top level)", &["default_role", "allow_unpinned_plugins"]),
     ("[limits]", &["memory_mb", "cpu_ms", "wall_ms"]),
     ("[approvals]", &["timeout_ms"]),
-    ("[records]", &["commit_window_ms", "on_failure"]),
+    ("[records]", &["commit_window_ms", "on_failure", "max_bytes"]),
     ("[runs]", &["max_calls"]),
     ("[workspaces]", &["root", "allow_external"]),
     ("[roles.NAME]", &["inherits", "tools"]),
@@ -49,7 +49,7 @@ pub const TABLES: &[(&str, &[&str])] = &[
             "workspaces",
         ],
     ),
-    ("[[plugins]]", &["id", "path", "sha256", "fs", "spawn", "net", "memory_mb", "timeout_ms"]),
+    ("[[plugins]]", &["id", "path", "sha256", "signed_by", "fs", "spawn", "net", "memory_mb", "timeout_ms"]),
     (
         "[[mcp_servers]]",
         &[

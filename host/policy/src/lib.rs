@@ -170,6 +170,7 @@ timeout_ms = 600000
 [records]
 commit_window_ms = 100
 on_failure = "refuse"
+max_bytes = 1048576
 [runs]
 max_calls = 0
 [workspaces]

@@ -36,6 +36,13 @@ impl Config {
                 cfg.approvals.timeout_ms
             )));
         }
+        if cfg.records.max_bytes != 0 && cfg.records.max_bytes < crate::tables::MIN_RECORDS_MAX_BYTES {
+            return Err(err(format!(
+                "[records] max_bytes = {} is too small to hold a record; give 0 (never rotate) or at least {}",
+                cfg.records.max_bytes,
+                crate::tables::MIN_RECORDS_MAX_BYTES
+            )));
+        }
         if cfg.limits.wall_ms == 0 || cfg.limits.cpu_ms == 0 || cfg.limits.memory_mb == 0 {
             return Err(err("[limits] memory_mb, cpu_ms and wall_ms must be positive".into()));
         }

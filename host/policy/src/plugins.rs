@@ -15,6 +15,11 @@ pub struct PluginConfig {
     pub path: PathBuf,
     /// The expected SHA-256 of the file (lower-case hex).
     pub sha256: Option<String>,
+    /// Minisign public keys (the base64 line of a `.pub` file): the file loads only
+    /// with a signature by one of them beside it (`<file>.minisig`). Without `sha256`,
+    /// a new version signed by the same key loads without editing the entry.
+    #[serde(default)]
+    pub signed_by: Vec<String>,
     /// Filesystem grant: `"none"`, `"read"`, or `{ read = [...], write = [...] }`.
     #[serde(default)]
     pub fs: FsGrantConfig,

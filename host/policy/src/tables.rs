@@ -121,11 +121,18 @@ pub struct RecordsConfig {
     /// When a record cannot be written: `refuse` (default) or `continue`.
     #[serde(default)]
     pub on_failure: OnRecordFailure,
+    /// Rotate the log before it passes this many bytes, keeping the old files as
+    /// `audit.N.jsonl` (the chain runs on across them); 0 (the default) never rotates.
+    #[serde(default)]
+    pub max_bytes: u64,
 }
+
+/// The smallest `[records] max_bytes` other than 0.
+pub const MIN_RECORDS_MAX_BYTES: u64 = 1024;
 
 impl Default for RecordsConfig {
     fn default() -> Self {
-        RecordsConfig { commit_window_ms: default_window(), on_failure: OnRecordFailure::Refuse }
+        RecordsConfig { commit_window_ms: default_window(), on_failure: OnRecordFailure::Refuse, max_bytes: 0 }
     }
 }
 

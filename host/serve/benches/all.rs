@@ -1,6 +1,6 @@
 //! Every benchmark in one binary, so that building them links the host once rather than
 //! once per benchmark: `cargo bench --bench all -- <name> [--quick]`, where `<name>` is
-//! `calls`, `fs`, `process`, `git`, `serve`, `web`, `mcp`, `tokens` or `startup`; with no name, all
+//! `calls`, `records`, `fs`, `process`, `git`, `serve`, `web`, `mcp`, `tokens` or `startup`; with no name, all
 //! of them in that order. Each module's documentation says what it measures (BENCHMARKS.md
 //! has the figures).
 
@@ -10,12 +10,13 @@ mod fs;
 mod git;
 mod mcp;
 mod process;
+mod records;
 mod serve;
 mod startup;
 mod tokens;
 mod web;
 
-const NAMES: &[&str] = &["calls", "fs", "process", "git", "serve", "web", "mcp", "tokens", "startup"];
+const NAMES: &[&str] = &["calls", "records", "fs", "process", "git", "serve", "web", "mcp", "tokens", "startup"];
 
 #[tokio::main]
 async fn main() {
@@ -29,6 +30,7 @@ async fn main() {
         println!("== {name}");
         match *name {
             "calls" => calls::main().await,
+            "records" => records::main().await,
             "fs" => fs::main().await,
             "process" => process::main().await,
             "git" => git::main().await,

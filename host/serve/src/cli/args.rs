@@ -49,8 +49,10 @@ pub enum Command {
         approve: Option<ApproveMode>,
     },
     /// Show call records from the audit log, oldest first (a JSON array); `--run R`
-    /// keeps one run's.
+    /// keeps one run's. `records verify` checks the log's hash chain instead.
     Records {
+        #[command(subcommand)]
+        action: Option<RecordsCommand>,
         /// Only this status.
         #[arg(long, value_enum)]
         status: Option<StatusArg>,
@@ -162,6 +164,17 @@ pub enum PluginCommand {
     Inspect {
         /// The .wasm component file.
         file: PathBuf,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RecordsCommand {
+    /// Walk the audit log's hash chain (rotated files too) and report that it holds, or
+    /// the first record edited, removed, inserted or reordered, or a cut tail (exit 1).
+    Verify {
+        /// Print only the chain's latest link (`{"seq","sha256"}`), to keep elsewhere.
+        #[arg(long)]
+        head: bool,
     },
 }
 

@@ -9,13 +9,16 @@ use cheng_host::policy::Config;
 use cheng_host::records::{Filter, Status};
 use serde_json::json;
 
-use super::args::{Cli, Command, PluginCommand, SettingsCommand, StatusArg, TokenCommand};
+use super::args::{Cli, Command, PluginCommand, RecordsCommand, SettingsCommand, StatusArg, TokenCommand};
 use super::{EXIT_ERROR, EXIT_USAGE, UsageError, emit_json, known_role, need_state, settings};
 
 /// Answer `cli`'s command if it is one of these: `Some(exit code)`, else `None`.
 pub async fn run(cli: &Cli, config: &Config, state: &Option<PathBuf>) -> Result<Option<u8>> {
     let code = match &cli.command {
-        Command::Records { status, tool, last } => {
+        Command::Records { action: Some(RecordsCommand::Verify { head }), .. } => {
+            verify(&need_state(state)?.join("audit.jsonl"), *head)?
+        }
+        Command::Records { action: None, status, tool, last } => {
             let filter =
                 Filter { status: status.map(status_of), tool: tool.clone(), run: cli.run.clone(), last: *last };
             let recs = cheng_host::records::read_log(&need_state(state)?.join("audit.jsonl"), &filter)?;
@@ -37,6 +40,18 @@ pub async fn run(cli: &Cli, config: &Config, state: &Option<PathBuf>) -> Result<
     Ok(Some(code))
 }
 
+/// `cheng records verify`: the walk as JSON, exit 1 when the chain breaks; with
+/// `--head`, only the latest link.
+fn verify(log: &Path, head: bool) -> Result<u8> {
+    let v = cheng_host::records::verify(log).with_context(|| format!("cannot read the audit log {}", log.display()))?;
+    if head {
+        emit_json(&json!({"seq": v.last_seq, "sha256": v.last_sha256}))?;
+    } else {
+        emit_json(&v)?;
+    }
+    Ok(if v.ok { 0 } else { EXIT_ERROR })
+}
+
 fn status_of(s: StatusArg) -> Status {
     match s {
         StatusArg::Ok => Status::Ok,
@@ -50,7 +65,19 @@ fn status_of(s: StatusArg) -> Status {
 async fn inspect(file: &Path) -> Result<u8> {
     let wasm = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
     let report = cheng_host::inspect(&wasm, &file.display().to_string()).await?;
-    emit_json(&report)?;
+    // The detached signature beside it, when there is one: who signed and what they
+    // wrote (not verified here: which keys to trust is the entry's `signed_by`).
+    let sig_path = cheng_host::plugin_signature_path(file);
+    let signature = match std::fs::read_to_string(&sig_path) {
+        Ok(text) => match cheng_host::signature::describe(&text, &sig_path.display().to_string()) {
+            Ok(info) => serde_json::to_value(info)?,
+            Err(e) => json!({"error": e.to_string()}),
+        },
+        Err(_) => serde_json::Value::Null,
+    };
+    let mut shown = serde_json::to_value(&report)?;
+    shown["signature"] = signature;
+    emit_json(&shown)?;
     Ok(if report.refused_imports.is_empty() { 0 } else { EXIT_ERROR })
 }
 

@@ -17,6 +17,12 @@
 //! a call; one background thread fsyncs in batches (group commit, a window of 100 ms by
 //! default), so a machine crash loses at most one window.
 //!
+//! Tamper evidence ([`chain`]): every line carries `seq` and `prev`, the SHA-256 of the
+//! line before it, and the latest link is also kept outside the log (`audit.head`,
+//! written after each group commit); [`verify()`] walks the chain across rotated files
+//! (`[records] max_bytes`) and names the first record edited, removed, inserted or
+//! reordered, or a cut tail.
+//!
 //! # Example
 //!
 //! ```
@@ -28,9 +34,12 @@
 //! # std::fs::remove_dir_all(&dir).unwrap();
 //! ```
 
+pub mod chain;
+mod verify;
+
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::fs::File;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -41,6 +50,8 @@ use sha2::{Digest, Sha256};
 
 use crate::approvals::ApprovalOutcome;
 use crate::capability::Denial;
+
+pub use verify::{Break, Problem, Verification, verify};
 
 pub use crate::context::Status;
 
@@ -207,37 +218,68 @@ pub struct AuditLog {
 
 struct AuditInner {
     path: PathBuf,
-    file: Mutex<File>,
+    writer: Mutex<chain::Writer>,
+    /// The head file: the lock every writer of this log takes, and the chain's latest
+    /// synced link.
+    head: File,
+    /// The head file opened again for the sync thread. `flock` locks belong to an open
+    /// file, so one shared by both threads would let the sync thread's unlock release
+    /// an append's lock; two opens exclude each other like two processes.
+    head_for_sync: File,
+    /// Rotate past this size (0: never).
+    max_bytes: u64,
     dirty: AtomicBool,
     stop: AtomicBool,
     healthy: AtomicBool,
 }
 
+impl AuditInner {
+    /// Make everything appended so far durable, then record the chain's latest link in
+    /// the head file. The descriptor is a clone, so appends are not blocked meanwhile.
+    fn sync(&self) -> std::io::Result<()> {
+        let (file, tip) = {
+            let w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+            (w.file.try_clone()?, w.tip)
+        };
+        file.sync_data()?;
+        let _lock = chain::HeadLock::take(&self.head_for_sync)?;
+        chain::write_head(&self.head_for_sync, tip)
+    }
+}
+
 impl Drop for AuditInner {
     fn drop(&mut self) {
-        if self.dirty.load(Ordering::Acquire)
-            && let Ok(f) = self.file.lock()
-        {
-            let _ = f.sync_data();
+        if self.dirty.load(Ordering::Acquire) {
+            let _ = self.sync();
         }
     }
 }
 
 impl AuditLog {
-    /// Open (or create) the log at `path`, fsyncing in batches every `window`.
+    /// Open (or create) the log at `path`, fsyncing in batches every `window`, never
+    /// rotating.
     pub fn open(path: &Path, window: Duration) -> Result<AuditLog, AuditError> {
+        Self::open_rotating(path, window, 0)
+    }
+
+    /// Open (or create) the log at `path`, fsyncing in batches every `window`, and
+    /// moving it aside as `audit.N.jsonl` before it passes `max_bytes` (0: never).
+    pub fn open_rotating(path: &Path, window: Duration, max_bytes: u64) -> Result<AuditLog, AuditError> {
         let err = |source| AuditError { path: path.display().to_string(), source };
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(err)?;
         }
         // It holds arguments and results (file contents among them): the operator's alone,
         // like the tokens, whatever the umask says.
-        use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
-        let file = OpenOptions::new().create(true).append(true).mode(0o600).open(path).map_err(err)?;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600)).map_err(err)?;
+        let writer = chain::Writer::open(path).map_err(err)?;
+        let head = chain::open_head(path).map_err(err)?;
+        let head_for_sync = chain::open_head(path).map_err(err)?;
         let inner = Arc::new(AuditInner {
             path: path.to_path_buf(),
-            file: Mutex::new(file),
+            writer: Mutex::new(writer),
+            head,
+            head_for_sync,
+            max_bytes,
             dirty: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             healthy: AtomicBool::new(true),
@@ -254,15 +296,11 @@ impl AuditLog {
                     if inner.stop.load(Ordering::Relaxed) {
                         break;
                     }
-                    if inner.dirty.swap(false, Ordering::AcqRel) {
-                        // Sync a clone of the descriptor so appends are not blocked meanwhile.
-                        let f = inner.file.lock().ok().and_then(|f| f.try_clone().ok());
-                        if let Some(f) = f
-                            && let Err(e) = f.sync_data()
-                        {
-                            inner.healthy.store(false, Ordering::Release);
-                            tracing::error!(target: "cheng::records", "cannot sync the audit log: {e}");
-                        }
+                    if inner.dirty.swap(false, Ordering::AcqRel)
+                        && let Err(e) = inner.sync()
+                    {
+                        inner.healthy.store(false, Ordering::Release);
+                        tracing::error!(target: "cheng::records", "cannot sync the audit log: {e}");
                     }
                 }
             })
@@ -275,10 +313,10 @@ impl AuditLog {
         &self.inner.path
     }
 
-    /// Make everything appended so far durable now (at shutdown).
+    /// Make everything appended so far durable now, and the head file with it (at
+    /// shutdown).
     pub fn flush(&self) -> Result<(), AuditError> {
-        let f = self.inner.file.lock().unwrap_or_else(|p| p.into_inner());
-        f.sync_data().map_err(|source| AuditError { path: self.inner.path.display().to_string(), source })
+        self.inner.sync().map_err(|source| AuditError { path: self.inner.path.display().to_string(), source })
     }
 
     /// Whether the last write (or sync) of the log succeeded.
@@ -299,35 +337,36 @@ impl AuditLog {
 }
 
 fn append_line(inner: &AuditInner, record: &CallRecord) -> Result<(), AuditError> {
-    let mut line = Vec::with_capacity(256);
-    // After a failed write a fragment of a line may stand at the end of the file: start
-    // on a line of our own so the fragment cannot swallow this record.
-    if !inner.healthy.load(Ordering::Acquire) {
-        line.push(b'\n');
-    }
-    serde_json::to_writer(&mut line, record).unwrap_or_default();
-    line.push(b'\n');
-    let mut f = inner.file.lock().unwrap_or_else(|p| p.into_inner());
-    // One write call per record: O_APPEND makes it land whole even with several
-    // processes appending.
-    let written = f.write_all(&line);
+    let mut object = Vec::with_capacity(256);
+    serde_json::to_writer(&mut object, record).unwrap_or_default();
+    let mut w = inner.writer.lock().unwrap_or_else(|p| p.into_inner());
+    // Chained and written under the head file's lock, shared with every other process
+    // writing this log; one `write` per line, so O_APPEND lands it whole.
+    let written = chain::HeadLock::take(&inner.head).and_then(|_lock| w.append(&inner.path, &object, inner.max_bytes));
     inner.healthy.store(written.is_ok(), Ordering::Release);
     written.map_err(|source| AuditError { path: inner.path.display().to_string(), source })?;
     inner.dirty.store(true, Ordering::Release);
     Ok(())
 }
 
-/// Read records from the log at `path` (see [`AuditLog::read`]). A line that does not
-/// parse (e.g. cut by a crash) is skipped.
+/// Read records from the log at `path` and its rotated files, oldest first (see
+/// [`AuditLog::read`]). A line that does not parse as a record (cut by a crash, a
+/// rotation's seal) is skipped.
 pub fn read_log(path: &Path, filter: &Filter) -> Result<Vec<CallRecord>, AuditError> {
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => return Err(AuditError { path: path.display().to_string(), source }),
-    };
+    let mut files: Vec<PathBuf> = chain::rotated_files(path).into_iter().map(|(_, p)| p).collect();
+    files.push(path.to_path_buf());
     let mut order: Vec<String> = Vec::new();
     let mut latest: HashMap<String, CallRecord> = HashMap::new();
-    for line in BufReader::new(file).lines() {
+    let lines = files.iter().filter_map(|p| match File::open(p) {
+        Ok(f) => Some(Ok(f)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(source) => Some(Err(AuditError { path: p.display().to_string(), source })),
+    });
+    let mut opened = Vec::new();
+    for f in lines {
+        opened.push(f?);
+    }
+    for line in opened.into_iter().flat_map(|f| BufReader::new(f).lines()) {
         let Ok(line) = line else { continue };
         let Ok(rec) = serde_json::from_str::<CallRecord>(&line) else { continue };
         if !latest.contains_key(&rec.id) {
@@ -362,6 +401,7 @@ pub fn read_log(path: &Path, filter: &Filter) -> Result<Vec<CallRecord>, AuditEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write as _;
 
     #[test]
     fn status_names_are_the_serialized_ones() {
@@ -416,6 +456,13 @@ mod tests {
             .write_all(b"{\"id\":\"c\",")
             .unwrap();
         assert_eq!(log.read(&Filter::default()).unwrap().len(), 2);
+        // The next record starts on a line of its own and chains to the last whole line;
+        // the fragment is counted, never part of the chain.
+        log.append(&rec("d", Status::Ok, "read_file")).unwrap();
+        assert_eq!(log.read(&Filter::default()).unwrap().len(), 3);
+        let v = verify(&dir.join("audit.jsonl")).unwrap();
+        assert!(v.ok, "{v:?}");
+        assert_eq!((v.links, v.fragments, v.last_seq), (4, 1, 4));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -1,0 +1,403 @@
+//! The audit log's hash chain, and where a writer stands on it.
+//!
+//! Every line the host writes starts with `"seq"` (its place in the log, from 1, never
+//! reset by rotation) and `"prev"` (the SHA-256, in hex, of the line before it exactly
+//! as written, without its newline; 64 zeros before the first). Editing, removing,
+//! inserting or reordering a line breaks the chain at that place.
+//!
+//! Several processes append to one log (a server and `cheng call`s on the same state
+//! directory), so a line is chained and written under an exclusive `flock` on the head
+//! file, `audit.head`, which never moves. The head file also holds the chain's latest
+//! link as of the last group commit (`{"seq":…,"sha256":…}`), written after the log
+//! itself is synced: a log whose tail was cut is caught against it.
+//!
+//! Rotation (`[records] max_bytes`): when the next line would take the file past the
+//! size, the writer appends a *seal* line (`{"seq","prev","sealed":"audit.N.jsonl"}`),
+//! renames the file to that name, and starts a new one whose first line chains to the
+//! seal. Rotated files are numbered from 1, oldest first. A writer in another process
+//! sees the seal (its file grew behind its back) and reopens the log by name.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
+use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+/// `prev` of the first line.
+pub const GENESIS: [u8; 32] = [0; 32];
+
+/// One link of the chain: a line's place and its hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Link {
+    /// The line's sequence number (0: no line yet).
+    pub seq: u64,
+    /// SHA-256 of the line as written, newline excluded.
+    pub hash: [u8; 32],
+}
+
+impl Link {
+    /// Before the first line.
+    pub const START: Link = Link { seq: 0, hash: GENESIS };
+}
+
+/// SHA-256 of a line's bytes (without its newline).
+pub fn hash(line: &[u8]) -> [u8; 32] {
+    Sha256::digest(line).into()
+}
+
+/// The name of the `n`-th rotated file of the log at `path`: `audit.jsonl` → `audit.3.jsonl`.
+pub fn rotated(path: &Path, n: u64) -> PathBuf {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.{n}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{n}"),
+    };
+    path.with_file_name(name)
+}
+
+/// The rotated files of the log at `path`, oldest first.
+pub fn rotated_files(path: &Path) -> Vec<(u64, PathBuf)> {
+    let Some(dir) = path.parent() else { return Vec::new() };
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let ext = path.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let mut out: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let n = name.strip_prefix(&format!("{stem}."))?.strip_suffix(ext.as_str())?.parse::<u64>().ok()?;
+            Some((n, path.with_file_name(name)))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The head file of the log at `path` (`audit.jsonl` → `audit.head`).
+pub fn head_path(path: &Path) -> PathBuf {
+    path.with_extension("head")
+}
+
+/// `{"seq":S,"prev":"<hex>",` + the rest of `object` (a JSON object's text) + newline,
+/// after a newline of its own when `fresh_line` (a cut write may have left a fragment).
+pub fn chained(link: Link, object: &[u8], fresh_line: bool) -> Vec<u8> {
+    let mut line = Vec::with_capacity(object.len() + 112);
+    if fresh_line {
+        line.push(b'\n');
+    }
+    line.extend_from_slice(b"{\"seq\":");
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = link.seq;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    line.extend_from_slice(&digits[at..]);
+    line.extend_from_slice(b",\"prev\":\"");
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for b in link.hash {
+        line.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+    }
+    line.push(b'"');
+    match object.strip_prefix(b"{") {
+        Some(rest) if rest.trim_ascii_start() != b"}" => {
+            line.push(b',');
+            line.extend_from_slice(rest);
+        }
+        _ => line.push(b'}'),
+    }
+    line.push(b'\n');
+    line
+}
+
+/// The line's own bytes: `chained`'s output without its newlines.
+pub fn content(line: &[u8]) -> &[u8] {
+    line.trim_ascii()
+}
+
+/// The `seq` a line carries, when it is a chained line.
+pub fn seq_of(line: &[u8]) -> Option<u64> {
+    #[derive(serde::Deserialize)]
+    struct Seq {
+        seq: u64,
+        #[allow(dead_code)]
+        prev: String,
+    }
+    serde_json::from_slice::<Seq>(line).ok().map(|s| s.seq)
+}
+
+/// The last complete (newline-ended), non-empty line of `file`, read backwards in
+/// blocks. A fragment after the last newline (a cut write) is not a line.
+pub fn last_line(file: &mut File) -> std::io::Result<Option<Vec<u8>>> {
+    let mut start = file.metadata()?.len();
+    // The bytes from `start` to where the search stands; `complete` once the fragment
+    // after the last newline is dropped.
+    let mut buf: Vec<u8> = Vec::new();
+    let mut complete = false;
+    loop {
+        if !complete && let Some(end) = buf.iter().rposition(|&b| b == b'\n') {
+            buf.truncate(end + 1);
+            complete = true;
+        }
+        if complete {
+            while buf.last() == Some(&b'\n') {
+                // An empty line is no line: look before it.
+                let end = buf.len() - 1;
+                match buf[..end].iter().rposition(|&b| b == b'\n') {
+                    Some(begin) if begin + 1 < end => return Ok(Some(buf[begin + 1..end].to_vec())),
+                    Some(begin) => buf.truncate(begin + 1),
+                    None if start == 0 && end > 0 => return Ok(Some(buf[..end].to_vec())),
+                    None if start == 0 => return Ok(None),
+                    None => break,
+                }
+            }
+        }
+        if start == 0 {
+            return Ok(None);
+        }
+        let from = start.saturating_sub(64 << 10);
+        let mut block = vec![0; (start - from) as usize];
+        file.seek(SeekFrom::Start(from))?;
+        file.read_exact(&mut block)?;
+        block.extend_from_slice(&buf);
+        buf = block;
+        start = from;
+    }
+}
+
+/// The chain's latest link as the files at `path` hold it: the last line of the log,
+/// or of its newest rotated file when the log is empty. A log written before the chain
+/// (lines without `seq`) continues from its last line's hash.
+pub fn tip(path: &Path) -> std::io::Result<Link> {
+    let mut candidates = vec![path.to_path_buf()];
+    candidates.extend(rotated_files(path).into_iter().rev().map(|(_, p)| p));
+    for p in candidates {
+        let mut f = match File::open(&p) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        if let Some(line) = last_line(&mut f)? {
+            let line = content(&line);
+            if line.is_empty() {
+                continue;
+            }
+            return Ok(Link { seq: seq_of(line).unwrap_or(0), hash: hash(line) });
+        }
+    }
+    Ok(Link::START)
+}
+
+/// Open the log at `path` for appending (created `0600`).
+pub fn open_log(path: &Path) -> std::io::Result<File> {
+    let file = OpenOptions::new().create(true).append(true).mode(0o600).open(path)?;
+    use std::os::unix::fs::PermissionsExt as _;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    Ok(file)
+}
+
+/// The writer's side: the open log, the latest link it knows, and the file's size and
+/// identity when it learnt it.
+pub struct Writer {
+    /// The log, opened for appending.
+    pub file: File,
+    /// The latest link.
+    pub tip: Link,
+    /// The log's size after the latest line this writer knows of.
+    end: u64,
+    /// Start the next line on a fresh line (a write was cut short).
+    fresh_line: bool,
+}
+
+impl Writer {
+    /// Open the log at `path` and find the chain's tip.
+    pub fn open(path: &Path) -> std::io::Result<Writer> {
+        let file = open_log(path)?;
+        Ok(Writer { file, tip: Link::START, end: u64::MAX, fresh_line: false })
+    }
+
+    /// Under the head lock: make sure `tip` is the chain's real tip. The fast path is
+    /// one `fstat`: the file is as this writer left it. Otherwise another process wrote
+    /// (or rotated: the file this writer holds was sealed and renamed), so the log is
+    /// reopened by name when it moved and the tip read back from the files.
+    fn catch_up(&mut self, path: &Path) -> std::io::Result<()> {
+        // `fstat`, not `statx` (std's `metadata`): this runs for every line.
+        let held = rustix::fs::fstat(&self.file)?;
+        if u64::try_from(held.st_size).ok() == Some(self.end) {
+            return Ok(());
+        }
+        let moved = match std::fs::metadata(path) {
+            Ok(m) => m.ino() != held.st_ino || m.dev() != held.st_dev,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+            Err(e) => return Err(e),
+        };
+        if moved {
+            self.file = open_log(path)?;
+        }
+        self.tip = tip(path)?;
+        let len = self.file.metadata()?.len();
+        // A file that does not end with a newline ends in a fragment of a cut write.
+        self.fresh_line = len > 0 && {
+            let mut last = [0u8; 1];
+            let mut f = File::open(path)?;
+            f.seek(SeekFrom::Start(len - 1))?;
+            f.read_exact(&mut last)?;
+            last[0] != b'\n'
+        };
+        self.end = len;
+        Ok(())
+    }
+
+    /// Under the head lock: chain `object` (a JSON object's text) and write it in one
+    /// `write`, rotating first when `max_bytes` (0: never) says so.
+    pub fn append(&mut self, path: &Path, object: &[u8], max_bytes: u64) -> std::io::Result<()> {
+        self.catch_up(path)?;
+        if max_bytes > 0 && self.end > 0 && self.end + object.len() as u64 + 112 > max_bytes {
+            self.rotate(path)?;
+        }
+        self.write_line(object)
+    }
+
+    fn write_line(&mut self, object: &[u8]) -> std::io::Result<()> {
+        let next = Link { seq: self.tip.seq + 1, hash: self.tip.hash };
+        let line = chained(next, object, self.fresh_line);
+        match self.file.write_all(&line) {
+            Ok(()) => {
+                self.tip = Link { seq: next.seq, hash: hash(content(&line)) };
+                self.end += line.len() as u64;
+                self.fresh_line = false;
+                Ok(())
+            }
+            Err(e) => {
+                // Part of the line may stand in the file: the next one starts on a
+                // fresh line and re-reads the tip.
+                self.fresh_line = true;
+                self.end = u64::MAX;
+                Err(e)
+            }
+        }
+    }
+
+    /// Seal the log and move it aside as the next rotated file; start a new one.
+    fn rotate(&mut self, path: &Path) -> std::io::Result<()> {
+        let n = rotated_files(path).last().map_or(1, |(n, _)| n + 1);
+        let aside = rotated(path, n);
+        let name = aside.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let seal = serde_json::to_vec(&serde_json::json!({ "sealed": name })).unwrap_or_default();
+        self.write_line(&seal)?;
+        self.file.sync_data()?;
+        std::fs::rename(path, &aside)?;
+        self.file = open_log(path)?;
+        if let Some(dir) = path.parent() {
+            // The rename and the new file survive a crash with the directory synced.
+            File::open(dir)?.sync_all()?;
+        }
+        self.end = 0;
+        Ok(())
+    }
+}
+
+/// An exclusive `flock` on the head file, released on drop.
+pub struct HeadLock<'a>(&'a File);
+
+impl<'a> HeadLock<'a> {
+    /// Wait for the lock.
+    pub fn take(head: &'a File) -> std::io::Result<HeadLock<'a>> {
+        rustix::fs::flock(head, rustix::fs::FlockOperation::LockExclusive)?;
+        Ok(HeadLock(head))
+    }
+}
+
+impl Drop for HeadLock<'_> {
+    fn drop(&mut self) {
+        let _ = rustix::fs::flock(self.0, rustix::fs::FlockOperation::Unlock);
+    }
+}
+
+/// Open (create) the head file.
+pub fn open_head(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).open(head_path(path))
+}
+
+/// The head as the head file holds it.
+pub fn read_head(mut head: &File) -> Option<Link> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        seq: u64,
+        sha256: String,
+    }
+    let mut text = Vec::new();
+    head.seek(SeekFrom::Start(0)).ok()?;
+    head.read_to_end(&mut text).ok()?;
+    let h: Head = serde_json::from_slice(&text).ok()?;
+    let hash: [u8; 32] = hex::decode(h.sha256).ok()?.try_into().ok()?;
+    Some(Link { seq: h.seq, hash })
+}
+
+/// Under the head lock: record `link` in the head file (and sync it) unless the file
+/// holds a later one already. Call after the log is synced up to `link`.
+pub fn write_head(mut head: &File, link: Link) -> std::io::Result<()> {
+    if link.seq == 0 || read_head(head).is_some_and(|h| h.seq >= link.seq) {
+        return Ok(());
+    }
+    let text = format!("{{\"seq\":{},\"sha256\":\"{}\"}}\n", link.seq, hex::encode(link.hash));
+    head.set_len(0)?;
+    head.seek(SeekFrom::Start(0))?;
+    head.write_all(text.as_bytes())?;
+    head.sync_data()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chained_line_is_the_object_with_seq_and_prev_first() {
+        let l = chained(Link { seq: 7, hash: [0xab; 32] }, br#"{"id":"x"}"#, false);
+        let v: serde_json::Value = serde_json::from_slice(&l).unwrap();
+        assert_eq!(v["seq"], 7);
+        assert_eq!(v["prev"], "ab".repeat(32));
+        assert_eq!(v["id"], "x");
+        assert!(l.ends_with(b"\n") && !l.starts_with(b"\n"));
+        assert!(chained(Link::START, b"{}", true).starts_with(b"\n{\"seq\":0"));
+        assert_eq!(seq_of(content(&l)), Some(7));
+    }
+
+    #[test]
+    fn the_last_line_skips_a_fragment_and_spans_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.jsonl");
+        let long = "x".repeat(200_000);
+        std::fs::write(&p, format!("one\n{long}\npartial")).unwrap();
+        assert_eq!(last_line(&mut File::open(&p).unwrap()).unwrap().unwrap(), long.as_bytes());
+        std::fs::write(&p, "only\n").unwrap();
+        assert_eq!(last_line(&mut File::open(&p).unwrap()).unwrap().unwrap(), b"only");
+        std::fs::write(&p, "").unwrap();
+        assert_eq!(last_line(&mut File::open(&p).unwrap()).unwrap(), None);
+        std::fs::write(&p, "a\nb\n\n").unwrap();
+        assert_eq!(last_line(&mut File::open(&p).unwrap()).unwrap().unwrap(), b"b");
+        std::fs::write(&p, "no newline").unwrap();
+        assert_eq!(last_line(&mut File::open(&p).unwrap()).unwrap(), None);
+    }
+
+    #[test]
+    fn rotated_names_sort_by_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("audit.jsonl");
+        for n in [10, 2, 1] {
+            std::fs::write(rotated(&p, n), "").unwrap();
+        }
+        std::fs::write(dir.path().join("audit.x.jsonl"), "").unwrap();
+        let ns: Vec<u64> = rotated_files(&p).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(ns, [1, 2, 10]);
+        assert_eq!(head_path(&p), dir.path().join("audit.head"));
+    }
+}
