@@ -221,6 +221,7 @@ workspaces = ["/srv/work/*"]
 id = "acme"
 path = "acme.wasm"
 sha256 = "00"
+signed_by = ["RWQf6LRCGA9i53mlYecO4IzT51TGPpvWucNSCh1CBM0QTaLn73Y7GFO3"]
 fs = "read"
 spawn = false
 net = []
