@@ -81,6 +81,7 @@
 //! - [`sources`]: tools beside the components — external MCP servers ([`sources::mcp`]),
 //!   confined, their definitions pinned.
 //! - [`runstate`]: per-run data for components; [`atomic`]: the host's file writes.
+//! - [`signature`]: minisign signatures on plugin components (`signed_by`).
 //! - [`observe`]: runs, events and metrics for operators.
 //!
 //! `cheng serve` (MCP over stdio and streamable HTTP, tokens, the operator API and

@@ -62,11 +62,16 @@ fn id_of(b64: &str) -> Option<([u8; 2], String)> {
 
 /// Read what `text` (a `.minisig` file) says about itself; `name` names it in errors.
 pub fn describe(text: &str, name: &str) -> Result<SignatureInfo, SignatureError> {
+    decode(text, name).map(|(_, info)| info)
+}
+
+fn decode(text: &str, name: &str) -> Result<(Signature, SignatureInfo), SignatureError> {
     let malformed = || SignatureError::Malformed(name.to_string());
     let sig = Signature::decode(text).map_err(|_| malformed())?;
     let line = text.lines().nth(1).ok_or_else(malformed)?;
     let (alg, key_id) = id_of(line).ok_or_else(malformed)?;
-    Ok(SignatureInfo { key_id, trusted_comment: sig.trusted_comment().to_string(), legacy: &alg == b"Ed" })
+    let info = SignatureInfo { key_id, trusted_comment: sig.trusted_comment().to_string(), legacy: &alg == b"Ed" };
+    Ok((sig, info))
 }
 
 /// Check `keys` (a `signed_by` list) on their own: each a minisign public key, none twice.
@@ -83,14 +88,12 @@ pub fn check_keys(keys: &[String]) -> Result<(), SignatureError> {
 }
 
 /// Verify `text` (a `.minisig` file, named `name`) as a signature of `bytes` by one of
-/// `keys`; what it says about itself when it holds.
+/// `keys` (checked first with [`check_keys`]); what it says about itself when it holds.
 pub fn verify(bytes: &[u8], text: &str, name: &str, keys: &[String]) -> Result<SignatureInfo, SignatureError> {
-    check_keys(keys)?;
-    let info = describe(text, name)?;
+    let (sig, info) = decode(text, name)?;
     if info.legacy {
         return Err(SignatureError::Legacy);
     }
-    let sig = Signature::decode(text).map_err(|_| SignatureError::Malformed(name.to_string()))?;
     let key = keys
         .iter()
         .find(|k| id_of(k).is_some_and(|(_, id)| id == info.key_id))

@@ -76,6 +76,16 @@ pub fn rotated_files(path: &Path) -> Vec<(u64, PathBuf)> {
     out
 }
 
+/// Every file of the log at `path`, oldest first: its rotated files, then the log
+/// itself when it exists.
+pub fn files(path: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = rotated_files(path).into_iter().map(|(_, p)| p).collect();
+    if path.exists() {
+        files.push(path.to_path_buf());
+    }
+    files
+}
+
 /// The head file of the log at `path` (`audit.jsonl` → `audit.head`).
 pub fn head_path(path: &Path) -> PathBuf {
     path.with_extension("head")

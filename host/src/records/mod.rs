@@ -353,18 +353,11 @@ fn append_line(inner: &AuditInner, record: &CallRecord) -> Result<(), AuditError
 /// [`AuditLog::read`]). A line that does not parse as a record (cut by a crash, a
 /// rotation's seal) is skipped.
 pub fn read_log(path: &Path, filter: &Filter) -> Result<Vec<CallRecord>, AuditError> {
-    let mut files: Vec<PathBuf> = chain::rotated_files(path).into_iter().map(|(_, p)| p).collect();
-    files.push(path.to_path_buf());
     let mut order: Vec<String> = Vec::new();
     let mut latest: HashMap<String, CallRecord> = HashMap::new();
-    let lines = files.iter().filter_map(|p| match File::open(p) {
-        Ok(f) => Some(Ok(f)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(source) => Some(Err(AuditError { path: p.display().to_string(), source })),
-    });
     let mut opened = Vec::new();
-    for f in lines {
-        opened.push(f?);
+    for p in chain::files(path) {
+        opened.push(File::open(&p).map_err(|source| AuditError { path: p.display().to_string(), source })?);
     }
     for line in opened.into_iter().flat_map(|f| BufReader::new(f).lines()) {
         let Ok(line) = line else { continue };

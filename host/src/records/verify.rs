@@ -87,10 +87,7 @@ struct LinkFields {
 /// Walk the log at `path` (`audit.jsonl`; its rotated files beside it and its head file
 /// are found by name).
 pub fn verify(path: &Path) -> std::io::Result<Verification> {
-    let mut files: Vec<PathBuf> = chain::rotated_files(path).into_iter().map(|(_, p)| p).collect();
-    if path.exists() {
-        files.push(path.to_path_buf());
-    }
+    let files = chain::files(path);
     let head = match std::fs::File::open(chain::head_path(path)) {
         Ok(f) => chain::read_head(&f),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
