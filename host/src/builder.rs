@@ -160,17 +160,7 @@ impl HostBuilder {
         // Nothing this host starts may read its environment, memory or descriptors.
         crate::process::spawn::harden_host();
         let policy = self.config.policy()?;
-        let origin = self.config.source.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "(config)".into());
-        let web = self
-            .config
-            .web
-            .read(&|k| std::env::var(k).ok())
-            .and_then(|mut web| {
-                web.rules.extra_roots =
-                    self.config.web.extra_roots(self.config.source.as_ref().and_then(|p| p.parent()))?;
-                Ok(web)
-            })
-            .map_err(|e| crate::policy::ConfigError { path: origin, message: e.0 })?;
+        let web = self.web()?;
         let web_env = web_env(&web);
         let egress = Arc::new(crate::egress::Egress::new(web.rules, self.resolver.clone()));
         let t0 = Instant::now();
@@ -186,7 +176,7 @@ impl HostBuilder {
         let mut load_errors = Vec::new();
         let mut specs = self.plugins.clone();
         for pc in &self.config.plugins {
-            match plugins::plugin_from_config(&self.config, pc) {
+            match plugins::plugin_from_config(&self.config, pc, self.state_dir.as_deref()) {
                 Ok(spec) => specs.push(spec),
                 Err(e) => load_errors.push(e.to_string()),
             }
@@ -317,6 +307,29 @@ impl HostBuilder {
                 mcp,
             }),
         })
+    }
+}
+
+impl HostBuilder {
+    /// `[web]` as configured, its key and extra roots read.
+    fn web(&self) -> Result<crate::policy::Web, crate::policy::ConfigError> {
+        let origin = self.config.source.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "(config)".into());
+        self.config
+            .web
+            .read(&|k| std::env::var(k).ok())
+            .and_then(|mut web| {
+                web.rules.extra_roots =
+                    self.config.web.extra_roots(self.config.source.as_ref().and_then(|p| p.parent()))?;
+                Ok(web)
+            })
+            .map_err(|e| crate::policy::ConfigError { path: origin, message: e.0 })
+    }
+
+    /// The egress guard a host built now would use (the `[web]` rules, this builder's
+    /// resolver), for network work beside a host: pulling plugin components
+    /// ([`crate::oci::pull`]).
+    pub fn egress(&self) -> Result<Arc<crate::egress::Egress>, crate::policy::ConfigError> {
+        Ok(Arc::new(crate::egress::Egress::new(self.web()?.rules, self.resolver.clone())))
     }
 }
 

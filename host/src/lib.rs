@@ -81,7 +81,8 @@
 //! - [`sources`]: tools beside the components — external MCP servers ([`sources::mcp`]),
 //!   confined, their definitions pinned.
 //! - [`runstate`]: per-run data for components; [`atomic`]: the host's file writes.
-//! - [`signature`]: minisign signatures on plugin components (`signed_by`).
+//! - [`signature`]: minisign signatures on plugin components (`signed_by`);
+//!   [`oci`]: plugin components pulled from OCI registries into the state directory.
 //! - [`observe`]: runs, events and metrics for operators.
 //!
 //! `cheng serve` (MCP over stdio and streamable HTTP, tokens, the operator API and
@@ -92,8 +93,9 @@
 //! Each module uses only modules below it (`tests/all/layers.rs` checks every
 //! `crate::` path), above the [`policy`] crate (cheng-policy, with [`grant`] and the
 //! network rules), whose direction cargo enforces: the leaves ([`atomic`], [`egress`],
-//! [`schema`]) → errors → [`Context`] → [`approvals`], [`capability`], [`guard`],
-//! [`runstate`] → [`records`], processes → [`call`] → [`runtime`] → [`builtin`],
+//! [`schema`], [`signature`]) → errors, [`oci`] → [`Context`] → [`approvals`],
+//! [`capability`], [`guard`], [`runstate`] → [`records`], processes → [`call`] →
+//! [`runtime`] → [`builtin`],
 //! [`sources`] → [`registry`], [`observe`] → plugins, [`pipeline`] → [`inspect()`],
 //! [`Host`] → [`HostBuilder`]; the `cheng-serve` crate sits on top.
 #![deny(missing_docs)]
@@ -111,6 +113,7 @@ pub mod guard;
 mod host;
 mod inspect;
 pub mod observe;
+pub mod oci;
 pub mod pipeline;
 mod plugins;
 mod process;

@@ -58,6 +58,10 @@ pub enum PluginError {
     /// The file is not a component of the tool world, or it imports what a plugin may not.
     #[error("{0}")]
     Component(String),
+    /// Its component comes from a registry, and was not pulled, or its stored copy is
+    /// damaged.
+    #[error("{0}")]
+    Oci(#[from] crate::oci::OciError),
     /// Its tools could not be registered (a name another component has).
     #[error(transparent)]
     Registry(#[from] crate::HostError),
@@ -65,13 +69,15 @@ pub enum PluginError {
 
 /// Where a component's detached minisign signature is: `<file>.minisig`.
 pub fn signature_path(wasm: &Path) -> std::path::PathBuf {
-    let mut name = wasm.as_os_str().to_os_string();
-    name.push(".minisig");
-    name.into()
+    crate::signature::detached_path(wasm)
 }
 
 /// A plugin entry from `cheng.toml`, read and checked (pin, signature, id, grants).
-pub(crate) fn plugin_from_config(cfg: &Config, pc: &PluginConfig) -> Result<PluginSpec, PluginError> {
+pub(crate) fn plugin_from_config(
+    cfg: &Config,
+    pc: &PluginConfig,
+    state_dir: Option<&Path>,
+) -> Result<PluginSpec, PluginError> {
     let id = &pc.id;
     if !valid_plugin_id(id) {
         return Err(PluginError::Entry(format!("plugin id \"{id}\" must match [a-z][a-z0-9-]{{0,15}}")));
@@ -80,10 +86,33 @@ pub(crate) fn plugin_from_config(cfg: &Config, pc: &PluginConfig) -> Result<Plug
         crate::egress::HostPattern::parse(host)
             .map_err(|e| PluginError::Entry(format!("plugin \"{id}\": net: {e}")))?;
     }
-    let base = cfg.source.as_ref().and_then(|p| p.parent()).map(Path::to_path_buf).unwrap_or_default();
-    let path = base.join(&pc.path);
-    let wasm =
-        std::fs::read(&path).map_err(|source| PluginError::Read { id: id.clone(), path: path.clone(), source })?;
+    let (wasm, path) = match (&pc.path, &pc.source) {
+        (Some(file), None) => {
+            let base = cfg.source.as_ref().and_then(|p| p.parent()).map(Path::to_path_buf).unwrap_or_default();
+            let path = base.join(file);
+            let wasm = std::fs::read(&path).map_err(|source| PluginError::Read {
+                id: id.clone(),
+                path: path.clone(),
+                source,
+            })?;
+            (wasm, path)
+        }
+        // A component from a registry: the accepted version in the state directory's
+        // store, checked there; nothing is fetched now.
+        (None, Some(source)) => {
+            let Some(state) = state_dir else {
+                return Err(PluginError::Oci(crate::oci::OciError::NotPulled(format!(
+                    "plugin \"{id}\": a component from {source} needs a state directory to be pulled into"
+                ))));
+            };
+            crate::oci::load(&crate::oci::Store::new(state), id, source)?
+        }
+        _ => {
+            return Err(PluginError::Entry(format!(
+                "plugin \"{id}\": name either path (a .wasm file) or source (an oci:// reference), not both or neither"
+            )));
+        }
+    };
     let actual = runtime::cache::sha256_hex(&wasm);
     match &pc.sha256 {
         Some(expected) if !expected.eq_ignore_ascii_case(&actual) => {
@@ -93,7 +122,8 @@ pub(crate) fn plugin_from_config(cfg: &Config, pc: &PluginConfig) -> Result<Plug
             )));
         }
         // A signature by a listed key pins it as well as a digest does.
-        None if !cfg.allow_unpinned_plugins && pc.signed_by.is_empty() => {
+        // So does the digest accepted when the component was pulled.
+        None if !cfg.allow_unpinned_plugins && pc.signed_by.is_empty() && pc.source.is_none() => {
             return Err(PluginError::Pin(format!(
                 "plugin \"{id}\": no sha256 pin in cheng.toml; add sha256 = \"{actual}\" after vetting {}",
                 path.display()

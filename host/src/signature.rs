@@ -60,6 +60,13 @@ fn id_of(b64: &str) -> Option<([u8; 2], String)> {
     Some((alg, id.iter().rev().map(|b| format!("{b:02X}")).collect()))
 }
 
+/// Where the detached signature of `file` is: `<file>.minisig`.
+pub fn detached_path(file: &std::path::Path) -> std::path::PathBuf {
+    let mut name = file.as_os_str().to_os_string();
+    name.push(".minisig");
+    name.into()
+}
+
 /// Read what `text` (a `.minisig` file) says about itself; `name` names it in errors.
 pub fn describe(text: &str, name: &str) -> Result<SignatureInfo, SignatureError> {
     decode(text, name).map(|(_, info)| info)

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// Bottom to top. Modules in one layer do not use each other.
 const LAYERS: &[&[&str]] = &[
     &["atomic", "egress", "schema", "signature", "testing"],
-    &["error"],
+    &["error", "oci"],
     &["context"],
     &["approvals", "capability", "guard", "runstate"],
     &["records", "process"],

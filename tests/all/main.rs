@@ -44,6 +44,8 @@ mod walk_equivalence;
 mod plugins;
 // Signed plugins: minisign signatures checked in-process.
 mod signatures;
+// Plugin components pulled from a real OCI registry, and from one that lies.
+mod oci;
 // The README's plugin walkthrough, verbatim.
 mod examples;
 // workspace_shell and process spawning: real processes, every termination, the attacks.

@@ -16,7 +16,7 @@ fn minisign() -> bool {
 }
 
 /// A key pair in `dir/name.{pub,key}` (no password); its public key's base64 line.
-fn keypair(dir: &Path, name: &str) -> String {
+pub(crate) fn keypair(dir: &Path, name: &str) -> String {
     let (public, secret) = (dir.join(format!("{name}.pub")), dir.join(format!("{name}.key")));
     let out =
         Command::new("minisign").arg("-G").arg("-W").arg("-p").arg(&public).arg("-s").arg(&secret).output().unwrap();
@@ -25,7 +25,7 @@ fn keypair(dir: &Path, name: &str) -> String {
 }
 
 /// Sign `file` with `dir/name.key` (`legacy`: minisign's -l), trusted comment `comment`.
-fn sign(dir: &Path, name: &str, file: &Path, comment: &str, legacy: bool) {
+pub(crate) fn sign(dir: &Path, name: &str, file: &Path, comment: &str, legacy: bool) {
     let mut c = Command::new("minisign");
     c.arg("-S").arg("-s").arg(dir.join(format!("{name}.key"))).arg("-m").arg(file).arg("-t").arg(comment);
     if legacy {

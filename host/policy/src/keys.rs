@@ -49,7 +49,10 @@ pub const TABLES: &[(&str, &[&str])] = &[
             "workspaces",
         ],
     ),
-    ("[[plugins]]", &["id", "path", "sha256", "signed_by", "fs", "spawn", "net", "memory_mb", "timeout_ms"]),
+    (
+        "[[plugins]]",
+        &["id", "path", "source", "auth_env", "sha256", "signed_by", "fs", "spawn", "net", "memory_mb", "timeout_ms"],
+    ),
     (
         "[[mcp_servers]]",
         &[

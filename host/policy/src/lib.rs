@@ -221,6 +221,10 @@ workspaces = ["/srv/work/*"]
 id = "acme"
 path = "acme.wasm"
 sha256 = "00"
+[[plugins]]
+id = "pulled"
+source = "oci://registry.example.com/tools/pulled:1.0"
+auth_env = "REGISTRY_AUTH"
 signed_by = ["RWQf6LRCGA9i53mlYecO4IzT51TGPpvWucNSCh1CBM0QTaLn73Y7GFO3"]
 fs = "read"
 spawn = false

@@ -11,9 +11,17 @@ use serde::Deserialize;
 pub struct PluginConfig {
     /// Its id: `[a-z][a-z0-9-]{0,15}`; its tools are registered as `<id>__<tool>`.
     pub id: String,
-    /// The `.wasm` file, relative to the configuration file's directory.
-    pub path: PathBuf,
-    /// The expected SHA-256 of the file (lower-case hex).
+    /// The `.wasm` file, relative to the configuration file's directory. An entry names
+    /// either a file or a `source`.
+    pub path: Option<PathBuf>,
+    /// An OCI reference (`oci://registry/repository:tag` or `…@sha256:<hex>`): the
+    /// component as `cheng plugin pull` stored it in the state directory. Nothing is
+    /// fetched when the host starts.
+    pub source: Option<String>,
+    /// The environment variable holding the registry's credentials for `source`:
+    /// `user:password` (basic) or `Bearer <token>`.
+    pub auth_env: Option<String>,
+    /// The expected SHA-256 of the component (lower-case hex).
     pub sha256: Option<String>,
     /// Minisign public keys (the base64 line of a `.pub` file): the file loads only
     /// with a signature by one of them beside it (`<file>.minisig`). Without `sha256`,

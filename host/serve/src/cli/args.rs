@@ -63,7 +63,7 @@ pub enum Command {
         #[arg(long)]
         last: Option<usize>,
     },
-    /// Operate on plugin component files.
+    /// Plugin components: inspect a file; pull, compare and accept OCI components.
     Plugin {
         #[command(subcommand)]
         action: PluginCommand,
@@ -164,6 +164,24 @@ pub enum PluginCommand {
     Inspect {
         /// The .wasm component file.
         file: PathBuf,
+    },
+    /// Pull the components of the `[[plugins]]` entries with an OCI `source` (or of
+    /// entry ID) into the state directory; `oci://…` pulls a reference on its own, to
+    /// inspect before writing an entry. Exit 1 when one failed or its tag moved.
+    Pull {
+        /// An entry's id, or an `oci://` reference; none: every OCI entry.
+        target: Option<String>,
+    },
+    /// Compare plugin ID's accepted component with the one its tag names now (sizes,
+    /// digests, the tools each declares); exit 1 while one is pending.
+    Diff {
+        /// The plugin's id.
+        id: String,
+    },
+    /// Accept plugin ID's pending component: the host loads it from its next start.
+    Accept {
+        /// The plugin's id.
+        id: String,
     },
 }
 

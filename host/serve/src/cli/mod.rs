@@ -1,7 +1,7 @@
 //! The `cheng` command line, one file per group of commands: [`args`] (what clap
-//! parses), [`offline`] (commands that need no engine: records, plugin inspection,
-//! approvals over the socket, tokens, settings), [`start`] (setting a host up for a
-//! command), [`call`] (`tools` and `call`), [`serve`] and [`mcp`]; [`tty`] answers
+//! parses), [`offline`] (commands that need no host: records, plugins — with
+//! [`plugin`] for OCI pulls —, approvals over the socket, tokens, settings), [`start`]
+//! (setting a host up for a command), [`call`] (`tools` and `call`), [`serve`] and [`mcp`]; [`tty`] answers
 //! approvals on the terminal and [`settings`] holds what `cheng settings` saves.
 //! The helpers every command shares are here.
 
@@ -9,6 +9,7 @@ pub mod args;
 pub mod call;
 pub mod mcp;
 pub mod offline;
+pub mod plugin;
 pub mod serve;
 pub mod settings;
 pub mod start;

@@ -1,5 +1,5 @@
-//! Commands that need no engine, answered before any host starts: `records`,
-//! `plugin inspect`, `approvals` / `approve` / `decline` (over a running server's
+//! Commands that need no host, answered before any starts: `records`, `plugin`
+//! (inspect; pull, diff and accept in [`super::plugin`]), `approvals` / `approve` / `decline` (over a running server's
 //! socket), `token` and `settings`.
 
 use std::path::{Path, PathBuf};
@@ -26,6 +26,11 @@ pub async fn run(cli: &Cli, config: &Config, state: &Option<PathBuf>) -> Result<
             0
         }
         Command::Plugin { action: PluginCommand::Inspect { file } } => inspect(file).await?,
+        Command::Plugin { action: PluginCommand::Pull { target } } => {
+            super::plugin::pull(config, &need_state(state)?, target.as_deref()).await?
+        }
+        Command::Plugin { action: PluginCommand::Diff { id } } => super::plugin::diff(&need_state(state)?, id).await?,
+        Command::Plugin { action: PluginCommand::Accept { id } } => super::plugin::accept(&need_state(state)?, id)?,
         Command::Approvals => approvals(&need_state(state)?, json!({"op": "list"})).await?,
         Command::Approve { id } => {
             approvals(&need_state(state)?, json!({"op": "answer", "id": id, "approve": true})).await?
