@@ -203,14 +203,8 @@ impl<'a> Client<'a> {
                     self.source
                 )));
             }
-            let target = self.egress.check(https, &authority, &Reach::Public).await.map_err(|e| match e {
-                crate::egress::CheckError::Refused(m) => OciError::Refused(format!("{}: {m}", self.source)),
-                crate::egress::CheckError::Dns(m) => OciError::Unreachable(format!("{}: {m}", self.source)),
-            })?;
-            let mut req = Request::get(url.as_str())
-                .header(header::HOST, authority.as_str())
-                .header(header::ACCEPT, accept)
-                .header(header::USER_AGENT, concat!("cheng/", env!("CARGO_PKG_VERSION")));
+            let (target, req) = self.checked(https, &authority, &url).await?;
+            let mut req = req.header(header::ACCEPT, accept);
             if own {
                 if let Some(token) = &self.token {
                     req = req.header(header::AUTHORIZATION, format!("Bearer {token}"));
@@ -291,13 +285,7 @@ impl<'a> Client<'a> {
                 self.source
             )));
         }
-        let target = self.egress.check(https, &authority, &Reach::Public).await.map_err(|e| match e {
-            crate::egress::CheckError::Refused(m) => OciError::Refused(format!("{}: {m}", self.source)),
-            crate::egress::CheckError::Dns(m) => OciError::Unreachable(format!("{}: {m}", self.source)),
-        })?;
-        let mut req = Request::get(url.as_str())
-            .header(header::HOST, authority.as_str())
-            .header(header::USER_AGENT, concat!("cheng/", env!("CARGO_PKG_VERSION")));
+        let (target, mut req) = self.checked(https, &authority, url).await?;
         if let Some(c @ Credentials::Basic(_)) = &self.credentials {
             req = req.header(header::AUTHORIZATION, c.header());
         }
@@ -324,6 +312,24 @@ impl<'a> Client<'a> {
             .or(answer.access_token)
             .filter(|t| !t.is_empty())
             .ok_or_else(|| OciError::Auth(format!("{}: the token service sent no token", self.source)))
+    }
+
+    /// `authority` checked by the egress guard (resolved once; only those addresses are
+    /// connected to), and a GET of `url` addressed to it.
+    async fn checked(
+        &self,
+        https: bool,
+        authority: &str,
+        url: &url::Url,
+    ) -> Result<(crate::egress::Target, http::request::Builder), OciError> {
+        let target = self.egress.check(https, authority, &Reach::Public).await.map_err(|e| match e {
+            crate::egress::CheckError::Refused(m) => OciError::Refused(format!("{}: {m}", self.source)),
+            crate::egress::CheckError::Dns(m) => OciError::Unreachable(format!("{}: {m}", self.source)),
+        })?;
+        let req = Request::get(url.as_str())
+            .header(header::HOST, authority)
+            .header(header::USER_AGENT, concat!("cheng/", env!("CARGO_PKG_VERSION")));
+        Ok((target, req))
     }
 
     /// A failed response as an error: the status and the registry's own message.
