@@ -427,3 +427,57 @@ async fn a_signature_in_the_registry_rolls_out_new_versions_by_the_same_key() {
     let h = host_of(&cfg, state.path()).await;
     assert!(tool_names(&h).iter().any(|n| n == "s__probe"), "{:?}", h.load_errors());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pulls_in_parallel_processes_lose_no_entry() {
+    if !tools_here() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("reg")).unwrap();
+    let (_registry, addr) = registry(&d.join("reg"), None);
+    let v1 = d.join("v1.wasm");
+    std::fs::copy(util::program_path("noop"), &v1).unwrap();
+    push(&addr, "tools/noop:1", &v1, None);
+    let ids: Vec<String> = (0..12).map(|i| format!("c{i}")).collect();
+    let mut toml = String::from(OPEN_LOOPBACK);
+    for id in &ids {
+        toml.push_str(&format!("[[plugins]]\nid = \"{id}\"\nsource = \"oci://{addr}/tools/noop:1\"\n"));
+    }
+    let cfg = d.join("cheng.toml");
+    std::fs::write(&cfg, &toml).unwrap();
+    let ws = util::workspace();
+    // Twelve `cheng plugin pull ID` at once, each recording its entry in the one index;
+    // four rounds, each on a fresh state directory (without the index's lock, eight
+    // processes lost an entry in one round of four when this was measured).
+    for _round in 0..4 {
+        let state = tempfile::tempdir().unwrap();
+        let children: Vec<_> = ids
+            .iter()
+            .map(|id| {
+                let mut c = util::cheng_in(ws.path(), state.path());
+                c.arg("--config").arg(&cfg).args(["plugin", "pull", id]).stdout(Stdio::null()).stderr(Stdio::piped());
+                c.spawn().unwrap()
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        }
+        let index: Value =
+            serde_json::from_slice(&std::fs::read(state.path().join("oci/plugins.json")).unwrap()).unwrap();
+        let recorded = index["plugins"].as_object().map(|m| m.len()).unwrap_or(0);
+        assert_eq!(recorded, ids.len(), "{index}");
+    }
+    // And a host loads every one of them.
+    let state = tempfile::tempdir().unwrap();
+    let (code, doc) = cheng_plugin(&cfg, state.path(), &["pull"], &[]);
+    assert_eq!(code, 0, "{doc}");
+    let h = host_of(&cfg, state.path()).await;
+    assert!(h.load_errors().is_empty(), "{:?}", h.load_errors());
+    let names = tool_names(&h);
+    for id in &ids {
+        assert!(names.iter().any(|n| *n == format!("{id}__noop")), "{id} in {names:?}");
+    }
+}

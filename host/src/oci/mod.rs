@@ -226,6 +226,24 @@ impl Store {
         }
     }
 
+    /// Read the index, change it with `f`, and write it back, holding an exclusive
+    /// `flock` on `oci/plugins.lock` throughout, so that pulls and accepts in several
+    /// processes never lose each other's entries.
+    fn update<T>(&self, f: impl FnOnce(&mut Index) -> Result<T, OciError>) -> Result<T, OciError> {
+        let path = self.root.join("plugins.lock");
+        let store_error = |e: std::io::Error| OciError::Store(format!("cannot lock {}: {e}", path.display()));
+        std::fs::create_dir_all(&self.root).map_err(store_error)?;
+        let lock =
+            std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(store_error)?;
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).map_err(|e| store_error(e.into()))?;
+        let mut index = self.index()?;
+        let out = f(&mut index)?;
+        self.save(&index)?;
+        // Closing the file releases the lock.
+        drop(lock);
+        Ok(out)
+    }
+
     fn save(&self, index: &Index) -> Result<(), OciError> {
         let path = self.index_path();
         // Strings and numbers only: serializing cannot fail.
@@ -427,7 +445,6 @@ pub async fn pull(egress: &Arc<Egress>, store: &Store, req: &PullRequest<'_>) ->
             accepted: None,
         });
     };
-    let mut index = store.index()?;
     let report = |outcome, accepted| PullReport {
         id: id.to_string(),
         source: req.source.to_string(),
@@ -435,31 +452,34 @@ pub async fn pull(egress: &Arc<Egress>, store: &Store, req: &PullRequest<'_>) ->
         pulled: version.clone(),
         accepted,
     };
-    let (entry, report) = match index.plugins.get(id) {
-        // A first pull, a new source in the entry, or bytes the pin names: accepted.
-        None => (
-            Pulled { source: req.source.into(), accepted: version.clone(), pending: None },
-            report(Outcome::Accepted, None),
-        ),
-        // A signature by a listed key accepts new bytes as the pin does.
-        Some(p)
-            if p.source != req.source || ((req.sha256.is_some() || signed) && p.accepted.sha256 != version.sha256) =>
-        {
-            (
+    store.update(|index| {
+        let (entry, report) = match index.plugins.get(id) {
+            // A first pull, a new source in the entry, or bytes the pin names: accepted.
+            None => (
                 Pulled { source: req.source.into(), accepted: version.clone(), pending: None },
                 report(Outcome::Accepted, None),
-            )
-        }
-        Some(p) if p.accepted.sha256 == version.sha256 => {
-            (Pulled { pending: None, ..p.clone() }, report(Outcome::Unchanged, None))
-        }
-        Some(p) => {
-            (Pulled { pending: Some(version.clone()), ..p.clone() }, report(Outcome::Moved, Some(p.accepted.clone())))
-        }
-    };
-    index.plugins.insert(id.to_string(), entry);
-    store.save(&index)?;
-    Ok(report)
+            ),
+            // A signature by a listed key accepts new bytes as the pin does.
+            Some(p)
+                if p.source != req.source
+                    || ((req.sha256.is_some() || signed) && p.accepted.sha256 != version.sha256) =>
+            {
+                (
+                    Pulled { source: req.source.into(), accepted: version.clone(), pending: None },
+                    report(Outcome::Accepted, None),
+                )
+            }
+            Some(p) if p.accepted.sha256 == version.sha256 => {
+                (Pulled { pending: None, ..p.clone() }, report(Outcome::Unchanged, None))
+            }
+            Some(p) => (
+                Pulled { pending: Some(version.clone()), ..p.clone() },
+                report(Outcome::Moved, Some(p.accepted.clone())),
+            ),
+        };
+        index.plugins.insert(id.to_string(), entry);
+        Ok(report)
+    })
 }
 
 /// The signature by one of `keys` over `bytes` among the referrers of `manifest`.
@@ -521,15 +541,17 @@ fn now_ms() -> u64 {
 /// Accept plugin `id`'s pending version: the host loads it from the next start.
 /// `Ok(None)` when nothing is pending.
 pub fn accept(store: &Store, id: &str) -> Result<Option<Version>, OciError> {
-    let mut index = store.index()?;
-    let Some(p) = index.plugins.get_mut(id) else {
-        return Err(OciError::NotPulled(format!("plugin \"{id}\" has not been pulled; run `cheng plugin pull {id}`")));
-    };
-    let Some(pending) = p.pending.take() else { return Ok(None) };
-    store.read(&pending.sha256)?;
-    p.accepted = pending.clone();
-    store.save(&index)?;
-    Ok(Some(pending))
+    store.update(|index| {
+        let Some(p) = index.plugins.get_mut(id) else {
+            return Err(OciError::NotPulled(format!(
+                "plugin \"{id}\" has not been pulled; run `cheng plugin pull {id}`"
+            )));
+        };
+        let Some(pending) = p.pending.take() else { return Ok(None) };
+        store.read(&pending.sha256)?;
+        p.accepted = pending.clone();
+        Ok(Some(pending))
+    })
 }
 
 #[cfg(test)]
