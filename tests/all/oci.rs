@@ -74,6 +74,16 @@ fn registry(dir: &Path, auth: Option<(&str, &str)>) -> (Running, String) {
     (Running(child), address)
 }
 
+/// A registry in `d/reg` (basic auth with `auth`), and a copy of the `noop` component at
+/// `d/v1.wasm` to push to it.
+fn registry_with_noop(d: &Path, auth: Option<(&str, &str)>) -> (Running, String, PathBuf) {
+    std::fs::create_dir_all(d.join("reg")).unwrap();
+    let (running, addr) = registry(&d.join("reg"), auth);
+    let v1 = d.join("v1.wasm");
+    std::fs::copy(util::program_path("noop"), &v1).unwrap();
+    (running, addr, v1)
+}
+
 /// Push `wasm` to `registry` as `target` with oras; the manifest's digest.
 fn push(registry: &str, target: &str, wasm: &Path, auth: Option<(&str, &str)>) -> String {
     let mut c = Command::new("python3");
@@ -126,10 +136,7 @@ async fn pulled_by_tag_and_digest_a_moved_tag_waits_for_acceptance() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::create_dir_all(d.join("reg")).unwrap();
-    let (_registry, addr) = registry(&d.join("reg"), None);
-    let v1 = d.join("v1.wasm");
-    std::fs::copy(util::program_path("noop"), &v1).unwrap();
+    let (_registry, addr, v1) = registry_with_noop(d, None);
     let v2 = d.join("v2.wasm");
     std::fs::copy(util::program_path("hostile"), &v2).unwrap();
     let manifest1 = push(&addr, "tools/noop:1.0", &v1, None);
@@ -243,10 +250,7 @@ async fn the_guard_credentials_and_an_unreachable_registry() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::create_dir_all(d.join("reg")).unwrap();
-    let (_registry, addr) = registry(&d.join("reg"), Some(("testuser", "testpass")));
-    let v1 = d.join("v1.wasm");
-    std::fs::copy(util::program_path("noop"), &v1).unwrap();
+    let (_registry, addr, v1) = registry_with_noop(d, Some(("testuser", "testpass")));
     push(&addr, "private/noop:1", &v1, Some(("testuser", "testpass")));
     let state = tempfile::tempdir().unwrap();
     let cfg = d.join("cheng.toml");
@@ -352,12 +356,9 @@ async fn a_signature_in_the_registry_rolls_out_new_versions_by_the_same_key() {
     use crate::signatures::{keypair, sign};
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::create_dir_all(d.join("reg")).unwrap();
-    let (_registry, addr) = registry(&d.join("reg"), None);
+    let (_registry, addr, v1) = registry_with_noop(d, None);
     let alice = keypair(d, "alice");
     keypair(d, "mallory");
-    let v1 = d.join("v1.wasm");
-    std::fs::copy(util::program_path("noop"), &v1).unwrap();
     let v2 = d.join("v2.wasm");
     std::fs::copy(util::program_path("hostile"), &v2).unwrap();
     sign(d, "alice", &v1, "tools 1.0", false);
@@ -435,10 +436,7 @@ async fn pulls_in_parallel_processes_lose_no_entry() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::create_dir_all(d.join("reg")).unwrap();
-    let (_registry, addr) = registry(&d.join("reg"), None);
-    let v1 = d.join("v1.wasm");
-    std::fs::copy(util::program_path("noop"), &v1).unwrap();
+    let (_registry, addr, v1) = registry_with_noop(d, None);
     push(&addr, "tools/noop:1", &v1, None);
     let ids: Vec<String> = (0..12).map(|i| format!("c{i}")).collect();
     let mut toml = String::from(OPEN_LOOPBACK);

@@ -274,9 +274,6 @@ impl Store {
 
     fn put(&self, hex: &str, bytes: &[u8]) -> Result<(), OciError> {
         let path = self.blob_path(hex);
-        if self.read(hex).is_ok() {
-            return Ok(());
-        }
         crate::atomic::write_atomic(&path, bytes)
             .map_err(|e| OciError::Store(format!("cannot write {}: {e}", path.display())))
     }
@@ -416,24 +413,28 @@ pub async fn pull(egress: &Arc<Egress>, store: &Store, req: &PullRequest<'_>) ->
         )));
     }
     // Bytes the store already holds under this digest (and this size) are not fetched again.
-    let bytes = match store.read(&hex_digest) {
-        Ok(b) if b.len() as u64 == layer.size() => b,
-        _ => client.blob(&digest, layer.size()).await?,
+    let (bytes, stored) = match store.read(&hex_digest) {
+        Ok(b) if b.len() as u64 == layer.size() => (b, true),
+        _ => (client.blob(&digest, layer.size()).await?, false),
     };
     // A signature by a listed key, from the registry, stored beside the component
-    // (where loading checks it again, as for a file's `.minisig`).
-    let signed = if req.signed_by.is_empty() {
-        false
+    // (where loading checks it again, as for a file's `.minisig`); without one nothing
+    // is stored.
+    let signature = if req.signed_by.is_empty() {
+        None
     } else {
         crate::signature::check_keys(req.signed_by).map_err(|e| OciError::Signature(format!("{source}: {e}")))?;
-        let text = find_signature(&mut client, &source, &manifest_digest, &bytes, req.signed_by).await?;
+        Some(find_signature(&mut client, &source, &manifest_digest, &bytes, req.signed_by).await?)
+    };
+    if !stored {
         store.put(&hex_digest, &bytes)?;
+    }
+    if let Some(text) = &signature {
         let sig_path = crate::signature::detached_path(&store.blob_path(&hex_digest));
         crate::atomic::write_atomic(&sig_path, text.as_bytes())
             .map_err(|e| OciError::Store(format!("cannot write {}: {e}", sig_path.display())))?;
-        true
-    };
-    store.put(&hex_digest, &bytes)?;
+    }
+    let signed = signature.is_some();
     let version =
         Version { sha256: hex_digest, manifest: manifest_digest, size: bytes.len() as u64, pulled_ms: now_ms() };
     let Some(id) = req.id else {
