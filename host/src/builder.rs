@@ -162,6 +162,7 @@ impl HostBuilder {
         let policy = self.config.policy()?;
         let web = self.web()?;
         let web_env = web_env(&web);
+        let extra_roots = web.rules.extra_roots.clone();
         let egress = Arc::new(crate::egress::Egress::new(web.rules, self.resolver.clone()));
         let t0 = Instant::now();
         let observer = Arc::new(crate::observe::Observer::new());
@@ -226,6 +227,12 @@ impl HostBuilder {
             Duration::from_millis(self.config.approvals.timeout_ms),
             self.external_answers,
         );
+        let telemetry = {
+            let broker = broker.clone();
+            let pending = Arc::new(move || broker.pending_count() as u64);
+            crate::telemetry::Telemetry::new(&self.config.telemetry, extra_roots, observer.clone(), pending)
+                .map_err(|e| HostError::Telemetry(e.to_string()))?
+        };
         let audit_path = match self.audit_off {
             true => None,
             false => self.audit.clone().or_else(|| self.state_dir.as_ref().map(|d| d.join("audit.jsonl"))),
@@ -305,6 +312,7 @@ impl HostBuilder {
                 observer,
                 egress,
                 mcp,
+                telemetry,
             }),
         })
     }

@@ -23,6 +23,9 @@ pub struct Context {
     /// Who is calling, in words for a person answering its approvals (a token's name,
     /// the MCP client's name and version); empty when the embedder says nothing.
     pub caller: String,
+    /// The caller's trace context (W3C `traceparent`, `tracestate`), when it sent one:
+    /// the call's span is its child, and what the call sends on carries it.
+    pub trace: Option<opentelemetry::trace::SpanContext>,
 }
 
 impl Context {
@@ -34,6 +37,7 @@ impl Context {
             run: new_id(),
             cancel: CancellationToken::new(),
             caller: String::new(),
+            trace: None,
         }
     }
 
@@ -52,6 +56,13 @@ impl Context {
     /// Set the run id.
     pub fn run(mut self, run: impl Into<String>) -> Self {
         self.run = run.into();
+        self
+    }
+
+    /// Continue the caller's trace: `traceparent` (and `tracestate`) as W3C Trace Context
+    /// writes them. A value that does not parse is ignored (the call starts a trace).
+    pub fn traceparent(mut self, traceparent: &str, tracestate: Option<&str>) -> Self {
+        self.trace = crate::trace::extract(traceparent, tracestate);
         self
     }
 

@@ -34,6 +34,9 @@ pub enum HostError {
     /// The configuration is invalid.
     #[error(transparent)]
     Config(#[from] crate::policy::ConfigError),
+    /// The OpenTelemetry exporters could not be set up (the message names `[telemetry]`).
+    #[error("{0}")]
+    Telemetry(String),
     /// A filesystem error on the host's own files (state dir, cache, workspace root).
     #[error("{what}: {source}")]
     Io {

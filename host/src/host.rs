@@ -76,6 +76,15 @@ impl Host {
         &self.inner.config
     }
 
+    /// Send the call spans and counters waiting for the collector now, waiting for the
+    /// collector up to `[telemetry] timeout_ms`; nothing without `[telemetry] endpoint`.
+    /// (A host flushes when it is dropped too.)
+    pub fn flush_telemetry(&self) {
+        if let Some(t) = &self.inner.telemetry {
+            t.flush();
+        }
+    }
+
     /// What operators watch: runs, the event stream, metrics.
     pub fn observer(&self) -> &crate::observe::Observer {
         &self.inner.observer

@@ -83,7 +83,9 @@
 //! - [`runstate`]: per-run data for components; [`atomic`]: the host's file writes.
 //! - [`signature`]: minisign signatures on plugin components (`signed_by`);
 //!   [`oci`]: plugin components pulled from OCI registries into the state directory.
-//! - [`observe`]: runs, events and metrics for operators.
+//! - [`observe`]: runs, events and metrics for operators; [`telemetry`]: calls as
+//!   OpenTelemetry spans and the counters as OTLP metrics, sent to the operator's
+//!   collector; [`trace`]: W3C trace context read from callers and sent on.
 //!
 //! `cheng serve` (MCP over stdio and streamable HTTP, tokens, the operator API and
 //! console) and the `cheng` command line are the crate above this one, `cheng-serve`.
@@ -93,10 +95,10 @@
 //! Each module uses only modules below it (`tests/all/layers.rs` checks every
 //! `crate::` path), above the [`policy`] crate (cheng-policy, with [`grant`] and the
 //! network rules), whose direction cargo enforces: the leaves ([`atomic`], [`egress`],
-//! [`schema`], [`signature`]) → errors, [`oci`] → [`Context`] → [`approvals`],
+//! [`schema`], [`signature`], [`trace`]) → errors, [`oci`] → [`Context`] → [`approvals`],
 //! [`capability`], [`guard`], [`runstate`] → [`records`], processes → [`call`] →
 //! [`runtime`] → [`builtin`],
-//! [`sources`] → [`registry`], [`observe`] → plugins, [`pipeline`] → [`inspect()`],
+//! [`sources`] → [`registry`], [`observe`] → [`telemetry`] → plugins, [`pipeline`] → [`inspect()`],
 //! [`Host`] → [`HostBuilder`]; the `cheng-serve` crate sits on top.
 #![deny(missing_docs)]
 
@@ -124,8 +126,10 @@ pub mod runtime;
 pub mod schema;
 pub mod signature;
 pub mod sources;
+pub mod telemetry;
 #[doc(hidden)]
 pub mod testing;
+pub mod trace;
 
 pub use builder::HostBuilder;
 pub use cheng_contract::{FsAccess, Needs};

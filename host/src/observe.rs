@@ -2,7 +2,8 @@
 //! run's status, role and calls; an event stream (calls started and finished, a run's
 //! status changed); and the counters behind `/metrics` (Prometheus text: calls by tool
 //! and status, call durations, approvals pending and answered, denials by right,
-//! components compiled).
+//! components compiled, spans exported and dropped), kept as OpenTelemetry instruments
+//! too when the host exports to a collector ([`Observer::export_to`]).
 //!
 //! # Example
 //!
@@ -19,8 +20,8 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -116,6 +117,21 @@ struct RightLabel {
     right: String,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabel {
+    outcome: String,
+}
+
+/// The counters again, as OpenTelemetry instruments (exported over OTLP).
+struct Instruments {
+    calls: opentelemetry::metrics::Counter<u64>,
+    durations: opentelemetry::metrics::Histogram<f64>,
+    answered: opentelemetry::metrics::Counter<u64>,
+    denials: opentelemetry::metrics::Counter<u64>,
+    compiled: opentelemetry::metrics::Counter<u64>,
+    _pending: opentelemetry::metrics::ObservableGauge<u64>,
+}
+
 /// The host's runs, events and metrics.
 pub struct Observer {
     runs: Mutex<BTreeMap<String, RunEntry>>,
@@ -128,6 +144,9 @@ pub struct Observer {
     denials: Family<RightLabel, Counter>,
     compiled: Counter,
     pending: Gauge<i64, std::sync::atomic::AtomicI64>,
+    spans: Family<OutcomeLabel, Counter>,
+    metric_exports: Family<OutcomeLabel, Counter>,
+    otel: std::sync::OnceLock<Instruments>,
     /// The calls finished in the last minute: (finished at, ms, failed), oldest first.
     recent: Mutex<std::collections::VecDeque<(u64, f64, bool)>>,
 }
@@ -165,6 +184,8 @@ impl Observer {
         let denials = Family::<RightLabel, Counter>::default();
         let compiled = Counter::<u64, AtomicU64>::default();
         let pending = Gauge::<i64, std::sync::atomic::AtomicI64>::default();
+        let spans = Family::<OutcomeLabel, Counter>::default();
+        let metric_exports = Family::<OutcomeLabel, Counter>::default();
         registry.register("cheng_calls", "Tool calls, by tool and final status", calls.clone());
         registry.register("cheng_call_duration_seconds", "How long tool calls took", durations.clone());
         registry.register("cheng_approvals_pending", "Approval requests waiting for an answer", pending.clone());
@@ -174,6 +195,16 @@ impl Observer {
             "cheng_components_compiled",
             "Components compiled (not taken from the cache)",
             compiled.clone(),
+        );
+        registry.register(
+            "cheng_telemetry_spans",
+            "Call spans for the collector: exported, dropped_queue_full, dropped_export_failed",
+            spans.clone(),
+        );
+        registry.register(
+            "cheng_telemetry_metric_exports",
+            "Exports of these counters to the collector, by outcome (ok, failed)",
+            metric_exports.clone(),
         );
         let (events, _) = broadcast::channel(1024);
         Observer {
@@ -187,8 +218,53 @@ impl Observer {
             denials,
             compiled,
             pending,
+            spans,
+            metric_exports,
+            otel: std::sync::OnceLock::new(),
             recent: Mutex::default(),
         }
+    }
+
+    /// Keep the counters as OpenTelemetry instruments of `meter` too (once; later calls
+    /// change nothing); `pending` says how many approvals wait now.
+    pub fn export_to(&self, meter: &opentelemetry::metrics::Meter, pending: Arc<dyn Fn() -> u64 + Send + Sync>) {
+        self.otel.get_or_init(|| Instruments {
+            calls: meter.u64_counter("cheng.calls").with_description("Tool calls, by tool and final status").build(),
+            durations: meter
+                .f64_histogram("cheng.call.duration")
+                .with_description("How long tool calls took")
+                .with_unit("s")
+                .with_boundaries((0..10).map(|i| 0.0005 * 4f64.powi(i)).collect())
+                .build(),
+            answered: meter
+                .u64_counter("cheng.approvals.answered")
+                .with_description("Approval requests answered, by decision")
+                .build(),
+            denials: meter
+                .u64_counter("cheng.denials")
+                .with_description("Refusals the host issued, by the right refused")
+                .build(),
+            compiled: meter
+                .u64_counter("cheng.components.compiled")
+                .with_description("Components compiled (not taken from the cache)")
+                .build(),
+            _pending: meter
+                .u64_observable_gauge("cheng.approvals.pending")
+                .with_description("Approval requests waiting for an answer")
+                .with_callback(move |o| o.observe(pending(), &[]))
+                .build(),
+        });
+    }
+
+    /// Call spans handed to the collector (`exported`) or lost (`dropped_*`).
+    pub fn telemetry_spans(&self, outcome: &str, n: u64) {
+        self.spans.get_or_create(&OutcomeLabel { outcome: outcome.to_string() }).inc_by(n);
+    }
+
+    /// One export of the counters, and whether the collector took it.
+    pub fn telemetry_metrics(&self, ok: bool) {
+        let outcome = if ok { "ok" } else { "failed" };
+        self.metric_exports.get_or_create(&OutcomeLabel { outcome: outcome.to_string() }).inc();
     }
 
     /// Calls finished in the last 60 s: how many, how many failed, their median time.
@@ -283,6 +359,15 @@ impl Observer {
         for right in denials {
             self.denials.get_or_create(&RightLabel { right: right.to_string() }).inc();
         }
+        if let Some(m) = self.otel.get() {
+            use opentelemetry::KeyValue;
+            let t = KeyValue::new("tool", tool.to_string());
+            m.calls.add(1, &[t.clone(), KeyValue::new("status", status.to_string())]);
+            m.durations.record(duration_ms / 1000.0, &[t]);
+            for right in denials {
+                m.denials.add(1, &[KeyValue::new("right", right.to_string())]);
+            }
+        }
         let _ = self.events.send(Event::CallFinished {
             call: call.to_string(),
             run: run.to_string(),
@@ -298,11 +383,17 @@ impl Observer {
     /// An approval request was answered (or timed out) with `decision`.
     pub fn approval_answered(&self, decision: &str) {
         self.answered.get_or_create(&DecisionLabel { decision: decision.to_string() }).inc();
+        if let Some(m) = self.otel.get() {
+            m.answered.add(1, &[opentelemetry::KeyValue::new("decision", decision.to_string())]);
+        }
     }
 
     /// A component was compiled.
     pub fn component_compiled(&self) {
         self.compiled.inc();
+        if let Some(m) = self.otel.get() {
+            m.compiled.add(1, &[]);
+        }
     }
 
     /// Every run seen, most recently active first.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// Bottom to top. Modules in one layer do not use each other.
 const LAYERS: &[&[&str]] = &[
-    &["atomic", "egress", "schema", "signature", "testing"],
+    &["atomic", "egress", "schema", "signature", "testing", "trace"],
     &["error", "oci"],
     &["context"],
     &["approvals", "capability", "guard", "runstate"],
@@ -18,6 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["runtime"],
     &["builtin", "sources"],
     &["registry", "observe"],
+    &["telemetry"],
     &["plugins", "pipeline"],
     &["inspect", "host"],
     &["builder"],

@@ -71,3 +71,5 @@ mod schemas;
 mod workspaces;
 // The client matrix: official TypeScript SDKs and the Inspector CLI.
 mod clients;
+// OpenTelemetry export to a collector on loopback, trace context in and out.
+mod telemetry;

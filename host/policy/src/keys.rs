@@ -86,6 +86,19 @@ pub const TABLES: &[(&str, &[&str])] = &[
         ],
     ),
     ("[web.search]", &["provider", "url", "api_key_env"]),
+    (
+        "[telemetry]",
+        &[
+            "endpoint",
+            "headers",
+            "service_name",
+            "export_arguments",
+            "export_results",
+            "queue",
+            "timeout_ms",
+            "metrics_interval_ms",
+        ],
+    ),
 ];
 
 /// The tables other than `current` that accept `key`, as a hint: "`key` belongs in

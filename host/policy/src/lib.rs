@@ -241,6 +241,15 @@ max_bytes = 5242880
 proxy = "http://proxy.internal:3128"
 user_agent = "cheng"
 ca_file = "intranet-ca.pem"
+[telemetry]
+endpoint = "http://127.0.0.1:4318"
+headers = { "x-api-key" = "k" }
+service_name = "cheng"
+export_arguments = false
+export_results = false
+queue = 2048
+timeout_ms = 10000
+metrics_interval_ms = 60000
 [web.search]
 provider = "searxng"
 url = "https://searx.internal"
@@ -262,6 +271,28 @@ id = "remote"
 url = "http://127.0.0.1:9/mcp"
 bearer_env = "REMOTE_TOKEN"
 "#;
+
+    #[test]
+    fn telemetry_needs_an_http_endpoint_and_says_where_it_sends() {
+        let urls = |text: &str| Config::from_toml_str(text, "t.toml").map(|c| c.telemetry.urls().unwrap());
+        // Off unless an endpoint is given.
+        assert_eq!(urls("").unwrap(), None);
+        let (traces, metrics) = urls("[telemetry]\nendpoint = \"https://otlp.example.com/otlp/\"\n").unwrap().unwrap();
+        assert_eq!(traces, "https://otlp.example.com/otlp/v1/traces");
+        assert_eq!(metrics, "https://otlp.example.com/otlp/v1/metrics");
+        for (bad, says) in [
+            ("endpoint = \"127.0.0.1:4318\"", "is not a URL"),
+            ("endpoint = \"localhost:4318\"", "http:// or https://"),
+            ("endpoint = \"grpc://c:4317\"", "http:// or https://"),
+            ("endpoint = \"http://u:p@c:4318\"", "credentials go in [telemetry] headers"),
+            ("endpoint = \"http://c:4318\"\nheaders = { \"bad header\" = \"x\" }", "not a valid HTTP header"),
+            ("endpoint = \"http://c:4318\"\nqueue = 0", "must be positive"),
+            ("endpoint = \"http://c:4318\"\nmetrics_interval_ms = 10", "at least 100"),
+        ] {
+            let e = urls(&format!("[telemetry]\n{bad}\n")).unwrap_err().to_string();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn every_table_knows_its_keys_and_refuses_others() {
@@ -288,6 +319,7 @@ bearer_env = "REMOTE_TOKEN"
             "[git]\n",
             "[web]\n",
             "[web.search]\n",
+            "[telemetry]\n",
         ];
         for h in headers {
             let e = Config::from_toml_str(&format!("{h}zz_unknown = 1\n"), "x.toml").unwrap_err().to_string();

@@ -29,6 +29,7 @@ impl Config {
         cfg.git.validate().map_err(setting)?;
         cfg.web.read(&|_| None).map_err(setting)?;
         cfg.mcp().map_err(setting)?;
+        cfg.telemetry.urls().map_err(setting)?;
         if cfg.approvals.timeout_ms < MIN_APPROVAL_TIMEOUT_MS {
             return Err(err(format!(
                 "[approvals] timeout_ms = {} is below the floor of {MIN_APPROVAL_TIMEOUT_MS} ms; a request must be \

@@ -54,6 +54,9 @@ pub struct Config {
     /// The web tools' reach and limits (`[web]`, `[web.search]`).
     #[serde(default)]
     pub web: WebConfig,
+    /// Export of calls and counters to an OpenTelemetry collector (`[telemetry]`).
+    #[serde(default)]
+    pub telemetry: TelemetryConfig,
     /// Load plugins whose entry has no `sha256` (default false: a pin is required).
     #[serde(default)]
     pub allow_unpinned_plugins: bool,
@@ -138,6 +141,98 @@ impl Default for RecordsConfig {
 
 fn default_window() -> u64 {
     100
+}
+
+/// Export to an OpenTelemetry collector (`[telemetry]`): every call as a span and the
+/// `/metrics` counters, over OTLP (HTTP, protobuf). Off without an `endpoint`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// The collector's OTLP/HTTP base URL (`http://127.0.0.1:4318`); spans go to
+    /// `<endpoint>/v1/traces`, counters to `<endpoint>/v1/metrics`. None: no export.
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    /// Headers sent with every export (an API key a hosted backend asks for).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The `service.name` the host reports.
+    #[serde(default = "default_service_name")]
+    pub service_name: String,
+    /// Put each call's arguments (as its record keeps them) on its span (default false).
+    #[serde(default)]
+    pub export_arguments: bool,
+    /// Put each call's result (as its record keeps it) on its span (default false).
+    #[serde(default)]
+    pub export_results: bool,
+    /// Spans waiting for export at most; past it new spans are dropped and counted.
+    #[serde(default = "default_telemetry_queue")]
+    pub queue: usize,
+    /// How long one export may take before it is given up.
+    #[serde(default = "default_telemetry_timeout")]
+    pub timeout_ms: u64,
+    /// How often the counters are exported.
+    #[serde(default = "default_metrics_interval")]
+    pub metrics_interval_ms: u64,
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        TelemetryConfig {
+            endpoint: None,
+            headers: BTreeMap::new(),
+            service_name: default_service_name(),
+            export_arguments: false,
+            export_results: false,
+            queue: default_telemetry_queue(),
+            timeout_ms: default_telemetry_timeout(),
+            metrics_interval_ms: default_metrics_interval(),
+        }
+    }
+}
+
+fn default_service_name() -> String {
+    "cheng".into()
+}
+
+fn default_telemetry_queue() -> usize {
+    2048
+}
+
+fn default_telemetry_timeout() -> u64 {
+    10_000
+}
+
+fn default_metrics_interval() -> u64 {
+    60_000
+}
+
+impl TelemetryConfig {
+    /// The endpoint's two signal URLs (traces, metrics), or why the table is refused.
+    pub fn urls(&self) -> Result<Option<(String, String)>, SettingError> {
+        let Some(endpoint) = &self.endpoint else { return Ok(None) };
+        let bad = |why: &str| SettingError(format!("[telemetry] endpoint = \"{endpoint}\" {why}"));
+        let url = url::Url::parse(endpoint).map_err(|e| bad(&format!("is not a URL: {e}")))?;
+        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+            return Err(bad(
+                "must be an http:// or https:// URL with a host (an OTLP/HTTP collector, port 4318 by default)",
+            ));
+        }
+        if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
+            return Err(bad("must have no query, fragment or credentials (credentials go in [telemetry] headers)"));
+        }
+        for (name, value) in &self.headers {
+            if http::HeaderName::from_bytes(name.as_bytes()).is_err() || http::HeaderValue::from_str(value).is_err() {
+                return Err(SettingError(format!("[telemetry] headers: \"{name}\" is not a valid HTTP header")));
+            }
+        }
+        if self.queue == 0 || self.timeout_ms == 0 || self.metrics_interval_ms < 100 {
+            return Err(SettingError(
+                "[telemetry] queue and timeout_ms must be positive, metrics_interval_ms at least 100".into(),
+            ));
+        }
+        let base = url.as_str().trim_end_matches('/');
+        Ok(Some((format!("{base}/v1/traces"), format!("{base}/v1/metrics"))))
+    }
 }
 
 /// Limits per run (`[runs]`).

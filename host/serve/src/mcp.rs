@@ -56,6 +56,16 @@ use cheng_host::approvals::{ApprovalEvent, ApprovalRequest};
 use cheng_host::policy::ServeConfig;
 use cheng_host::{Context, ErrorKind, FsAccess, Host, Status, ToolInfo, ToolResult};
 
+/// The trace context a request carries: in `_meta` (preferred), else in HTTP headers.
+fn trace_context(cx: &RequestContext<RoleServer>) -> Option<(String, Option<String>)> {
+    if let Some(parent) = cx.meta.get_traceparent() {
+        return Some((parent.to_string(), cx.meta.get_tracestate().map(str::to_string)));
+    }
+    let headers = &parts(cx)?.headers;
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+    Some((header("traceparent")?, header("tracestate")))
+}
+
 /// The `_meta` key a stateless request may name its run under.
 pub const RUN_META_KEY: &str = "cheng/run";
 
@@ -435,7 +445,12 @@ impl ServerHandler for ChengMcp {
         // answered is withdrawn, and nothing runs for nobody.
         let ct = cx.ct.child_token();
         let gone = parts(&cx).and_then(|p| p.extensions.get::<super::http::RequestGone>()).map(|g| g.0.clone());
-        let cx_call = Context::new(&workspace).role(role).run(run.clone()).cancel_with(ct.clone()).caller(caller);
+        let mut cx_call = Context::new(&workspace).role(role).run(run.clone()).cancel_with(ct.clone()).caller(caller);
+        // The caller's trace: `_meta` (the MCP revision of 2026-07-28) or, over HTTP, the
+        // request's headers.
+        if let Some((parent, state)) = trace_context(&cx) {
+            cx_call = cx_call.traceparent(&parent, state.as_deref());
+        }
         // Approvals may be sent to this client while the call runs.
         let _peer = self.inner.approver.as_ref().map(|a| a.attach(&run, &cx));
         // Subscribed before the call starts, so no request of this run is missed.

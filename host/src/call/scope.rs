@@ -30,6 +30,8 @@ pub(crate) struct CallScope {
     requests_made: AtomicUsize,
     /// Whether a `running` line (with the arguments) was handed to the log.
     running_written: AtomicBool,
+    /// The trace context what the call sends on carries (its span's, or the caller's).
+    trace: Option<opentelemetry::trace::SpanContext>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -37,10 +39,17 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl CallScope {
-    /// A call of `tool` with `input` under `cx`, starting now.
-    pub fn new(cx: &Context, tool: &str, input: serde_json::Value) -> CallScope {
+    /// Call `id` of `tool` with `input` under `cx`, starting now; what it sends on
+    /// carries `trace`.
+    pub fn new(
+        id: String,
+        cx: &Context,
+        tool: &str,
+        input: serde_json::Value,
+        trace: Option<opentelemetry::trace::SpanContext>,
+    ) -> CallScope {
         CallScope {
-            id: crate::new_id(),
+            id,
             tool: tool.to_string(),
             cx: cx.clone(),
             input,
@@ -52,7 +61,13 @@ impl CallScope {
             requests: Mutex::default(),
             requests_made: AtomicUsize::new(0),
             running_written: AtomicBool::new(false),
+            trace,
         }
+    }
+
+    /// `traceparent` (and `tracestate`) for what the call sends on; empty without a trace.
+    pub fn trace_headers(&self) -> Vec<(&'static str, String)> {
+        self.trace.as_ref().map(crate::trace::inject).unwrap_or_default()
     }
 
     /// Time since the call started.

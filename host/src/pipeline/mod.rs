@@ -11,7 +11,8 @@
 //! 5. the guest, in a fresh store, its imports checked by the capability layer;
 //! 6. the outcome (`settle.rs`): ok, error, or denied — denied only when the host issued
 //!    the denial;
-//! 7. the final record, written before the result is returned.
+//! 7. the final record, written before the result is returned (and the call's span,
+//!    when the host exports to a collector, ended with it).
 //!
 //! A `CallScope` ([`crate::call`]) carries the call through all of them.
 
@@ -61,6 +62,7 @@ pub(crate) struct Inner {
     pub(crate) observer: Arc<crate::observe::Observer>,
     pub(crate) egress: Arc<crate::egress::Egress>,
     pub(crate) mcp: crate::sources::mcp::Hub,
+    pub(crate) telemetry: Option<crate::telemetry::Telemetry>,
 }
 
 impl Inner {
@@ -81,7 +83,12 @@ impl Inner {
         tool: &str,
         input: serde_json::Value,
     ) -> (ToolResult, CallRecord) {
-        let scope = Arc::new(CallScope::new(cx, tool, input));
+        let id = crate::new_id();
+        // The call's span (when exported) starts now; what the call sends on carries its
+        // context, or the caller's when nothing is exported.
+        let span = self.telemetry.as_ref().map(|t| t.start(cx, &id, tool));
+        let trace = span.as_ref().map(|s| s.context()).or_else(|| cx.trace.clone());
+        let scope = Arc::new(CallScope::new(id, cx, tool, input, trace));
         let observer = &self.observer;
         observer.call_started(&scope.id, &cx.run, &cx.role, tool, &cx.workspace.display().to_string());
         let work = async {
@@ -114,6 +121,9 @@ impl Inner {
             observer.approval_answered(a.decision.as_str());
         }
         observer.call_finished(&scope.id, &cx.run, tool, rec.status.as_str(), rec.duration_ms, &rights);
+        if let (Some(t), Some(span)) = (&self.telemetry, span) {
+            t.end(span, &rec);
+        }
         (result, rec)
     }
 

@@ -92,6 +92,10 @@ pub async fn call(
     if let Some(run) = &cli.run {
         cx = cx.run(run.clone());
     }
+    // A caller's trace, as OpenTelemetry's environment carriers pass it to a process.
+    if let Ok(parent) = std::env::var("TRACEPARENT") {
+        cx = cx.traceparent(&parent, std::env::var("TRACESTATE").ok().as_deref());
+    }
     let token = cx.cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
@@ -104,12 +108,14 @@ pub async fn call(
     tracing::debug!(target: "cheng::startup", "called");
     // The process exits right after printing: dropping the host would only unmap
     // compiled code first.
-    std::mem::forget(host);
     if record {
         emit_json(&rec)?;
     } else {
         emit_json(&result.output)?;
     }
+    // The call's span and the counters leave before the process does.
+    host.flush_telemetry();
+    std::mem::forget(host);
     Ok(match result.status {
         Status::Ok => 0,
         Status::Denied => EXIT_DENIED,

@@ -83,5 +83,6 @@ pub async fn serve(
     if let Some(log) = host.audit_log() {
         log.flush().context("cannot flush the audit log")?;
     }
+    host.flush_telemetry();
     Ok(0)
 }

@@ -113,6 +113,12 @@ impl WasiHttpHooks for HttpHooks {
             {
                 headers.insert(http::header::USER_AGENT, v);
             }
+            // The call's trace context replaces any the component set.
+            for (name, value) in scope.trace_headers() {
+                if let Ok(v) = http::HeaderValue::from_str(&value) {
+                    headers.insert(http::HeaderName::from_static(name), v);
+                }
+            }
             for inj in egress.injected(&target, &reach) {
                 headers.insert(inj.name.clone(), inj.value.clone());
             }

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, RequestParamsMeta as _};
 
 use super::Server;
 use crate::approvals::Broker;
@@ -50,7 +50,16 @@ pub(crate) async fn run(
         return withheld(scope, &id, &why);
     }
     let arguments = scope.input.as_object().cloned().unwrap_or_default();
-    let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+    let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+    // The call's trace context, in the `_meta` keys the MCP revision of 2026-07-28
+    // reserves (a server that predates them ignores them); an HTTP server gets them as
+    // headers too (`conn::Traced`).
+    for (name, value) in scope.trace_headers() {
+        match name {
+            "traceparent" => params.set_traceparent(&value),
+            _ => params.set_tracestate(&value),
+        }
+    }
     let budget = Duration::from_millis(server.config().timeout_ms);
     let answer = tokio::time::timeout(budget, conn.service.peer().call_tool(params)).await;
     let result = match answer {

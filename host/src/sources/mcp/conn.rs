@@ -299,11 +299,145 @@ pub(crate) async fn connect_http(
     }
     let watch = Arc::new(Watch::default());
     let handler = Handler { watch: watch.clone() };
-    let transport = StreamableHttpClientTransport::with_client(client, config);
+    let transport = StreamableHttpClientTransport::with_client(Traced(client), config);
     let service = match tokio::time::timeout(timeout, handler.serve(transport)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => return Err(format!("the MCP handshake with {url} failed: {e}")),
         Err(_) => return Err(format!("{url} did not finish the MCP handshake within {} ms", timeout.as_millis())),
     };
     Ok(Conn { service, watch, _stop: CancellationToken::new().drop_guard() })
+}
+
+/// The client of a streamable-HTTP server: reqwest's, with the trace context a
+/// `tools/call` carries in `_meta` sent as `traceparent`/`tracestate` headers too (what
+/// an HTTP server's instrumentation reads).
+#[derive(Clone)]
+struct Traced(reqwest::Client);
+
+type Headers = std::collections::HashMap<http::HeaderName, http::HeaderValue>;
+
+mod traced {
+    use std::future::Future;
+    use std::sync::Arc;
+
+    use futures::stream::BoxStream;
+    use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, RequestParamsMeta as _};
+    use rmcp::transport::streamable_http_client::{
+        SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
+    };
+
+    use super::{Headers, Traced};
+
+    /// `headers` with the trace context of `message`, when it is a `tools/call` that has one.
+    fn with_trace(message: &ClientJsonRpcMessage, mut headers: Headers) -> Headers {
+        if let JsonRpcMessage::Request(r) = message
+            && let ClientRequest::CallToolRequest(call) = &r.request
+        {
+            for (name, value) in [("traceparent", call.params.traceparent()), ("tracestate", call.params.tracestate())]
+            {
+                if let Some(v) = value.and_then(|v| http::HeaderValue::from_str(v).ok()) {
+                    headers.insert(http::HeaderName::from_static(name), v);
+                }
+            }
+        }
+        headers
+    }
+
+    impl StreamableHttpClient for Traced {
+        type Error = reqwest::Error;
+
+        fn post_message(
+            &self,
+            uri: Arc<str>,
+            message: ClientJsonRpcMessage,
+            session_id: Option<Arc<str>>,
+            auth_header: Option<String>,
+            custom_headers: Headers,
+        ) -> impl Future<Output = Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>>> + Send + '_
+        {
+            let headers = with_trace(&message, custom_headers);
+            self.0.post_message(uri, message, session_id, auth_header, headers)
+        }
+
+        fn post_message_with_max_sse_event_size(
+            &self,
+            uri: Arc<str>,
+            message: ClientJsonRpcMessage,
+            session_id: Option<Arc<str>>,
+            auth_header: Option<String>,
+            custom_headers: Headers,
+            max_sse_event_size: usize,
+        ) -> impl Future<Output = Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>>> + Send + '_
+        {
+            let headers = with_trace(&message, custom_headers);
+            self.0.post_message_with_max_sse_event_size(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                headers,
+                max_sse_event_size,
+            )
+        }
+
+        fn post_message_with_response_limits(
+            &self,
+            uri: Arc<str>,
+            message: ClientJsonRpcMessage,
+            session_id: Option<Arc<str>>,
+            auth_header: Option<String>,
+            custom_headers: Headers,
+            limits: StreamableHttpResponseLimits,
+        ) -> impl Future<Output = Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>>> + Send + '_
+        {
+            let headers = with_trace(&message, custom_headers);
+            self.0.post_message_with_response_limits(uri, message, session_id, auth_header, headers, limits)
+        }
+
+        fn delete_session(
+            &self,
+            uri: Arc<str>,
+            session_id: Arc<str>,
+            auth_header: Option<String>,
+            custom_headers: Headers,
+        ) -> impl Future<Output = Result<(), StreamableHttpError<Self::Error>>> + Send + '_ {
+            self.0.delete_session(uri, session_id, auth_header, custom_headers)
+        }
+
+        fn get_stream(
+            &self,
+            uri: Arc<str>,
+            session_id: Option<Arc<str>>,
+            last_event_id: Option<String>,
+            auth_header: Option<String>,
+            custom_headers: Headers,
+        ) -> impl Future<
+            Output = Result<BoxStream<'static, Result<sse_stream::Sse, SseError>>, StreamableHttpError<Self::Error>>,
+        > + Send
+        + '_ {
+            self.0.get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+        }
+
+        fn get_stream_with_max_sse_event_size(
+            &self,
+            uri: Arc<str>,
+            session_id: Option<Arc<str>>,
+            last_event_id: Option<String>,
+            auth_header: Option<String>,
+            custom_headers: Headers,
+            max_sse_event_size: usize,
+        ) -> impl Future<
+            Output = Result<BoxStream<'static, Result<sse_stream::Sse, SseError>>, StreamableHttpError<Self::Error>>,
+        > + Send
+        + '_ {
+            self.0.get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+        }
+    }
 }
