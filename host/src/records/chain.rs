@@ -234,12 +234,12 @@ impl Writer {
         Ok(Writer { file, tip: Link::START, end: u64::MAX, fresh_line: false })
     }
 
-    /// Under the head lock: make sure `tip` is the chain's real tip. The fast path is
-    /// one `fstat`: the file is as this writer left it. Otherwise another process wrote
-    /// (or rotated: the file this writer holds was sealed and renamed), so the log is
-    /// reopened by name when it moved and the tip read back from the files.
-    fn catch_up(&mut self, path: &Path) -> std::io::Result<()> {
-        // `fstat`, not `statx` (std's `metadata`): this runs for every line.
+    /// Once each time the head lock is taken: make sure `tip` is the chain's real tip.
+    /// The fast path is one `fstat`: the file is as this writer left it. Otherwise
+    /// another process wrote (or rotated: the file this writer holds was sealed and
+    /// renamed, or a write of its was cut), so the log is reopened by name when it moved
+    /// and the tip read back from the files.
+    pub fn catch_up(&mut self, path: &Path) -> std::io::Result<()> {
         let held = rustix::fs::fstat(&self.file)?;
         if u64::try_from(held.st_size).ok() == Some(self.end) {
             return Ok(());
@@ -266,10 +266,10 @@ impl Writer {
         Ok(())
     }
 
-    /// Under the head lock: chain `object` (a JSON object's text) and write it in one
-    /// `write`, rotating first when `max_bytes` (0: never) says so.
+    /// Under the head lock, caught up since it was taken: chain `object` (a JSON
+    /// object's text) and write it in one `write`, rotating first when `max_bytes` (0:
+    /// never) says so.
     pub fn append(&mut self, path: &Path, object: &[u8], max_bytes: u64) -> std::io::Result<()> {
-        self.catch_up(path)?;
         if max_bytes > 0 && self.end > 0 && self.end + object.len() as u64 + 112 > max_bytes {
             self.rotate(path)?;
         }

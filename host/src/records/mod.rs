@@ -23,6 +23,13 @@
 //! (`[records] max_bytes`) and names the first record edited, removed, inserted or
 //! reordered, or a cut tail.
 //!
+//! The head file's lock is what lets several processes append to one chain. Rather
+//! than three system calls around every line (lock, `fstat` to see what others wrote,
+//! unlock), a writer keeps the lock while it is busy: it takes it (and catches up) at
+//! its first line, and a small thread lets go of it once the writer has been idle for
+//! [`LEASE_IDLE`] or has held it for [`LEASE_MAX`] — another process waits at most that
+//! long for its turn.
+//!
 //! # Example
 //!
 //! ```
@@ -41,9 +48,10 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
+use std::sync::Condvar;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -65,6 +73,10 @@ pub const ARGUMENTS_WHOLE_BYTES: usize = 64 << 10;
 pub const RESULT_EDGE_BYTES: usize = 64 << 10;
 /// The default group-commit window.
 pub const DEFAULT_COMMIT_WINDOW: Duration = Duration::from_millis(100);
+/// A writer lets go of the head lock once it has written nothing for this long.
+pub const LEASE_IDLE: Duration = Duration::from_millis(1);
+/// A writer lets go of the head lock after holding it this long, busy or not.
+pub const LEASE_MAX: Duration = Duration::from_millis(10);
 
 /// The record of one call.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -218,7 +230,7 @@ pub struct AuditLog {
 
 struct AuditInner {
     path: PathBuf,
-    writer: Mutex<chain::Writer>,
+    writer: Mutex<Appender>,
     /// The head file: the lock every writer of this log takes, and the chain's latest
     /// synced link.
     head: File,
@@ -231,6 +243,27 @@ struct AuditInner {
     dirty: AtomicBool,
     stop: AtomicBool,
     healthy: AtomicBool,
+    /// Wakes the lease thread when a writer takes the head lock.
+    leased: Arc<(Mutex<bool>, Condvar)>,
+    /// How long the head lock is kept: idle, and in all.
+    lease_idle: Duration,
+    lease_max: Duration,
+}
+
+/// The writer and its hold on the head lock.
+struct Appender {
+    chain: chain::Writer,
+    /// Since when the head lock is held, and when the latest line was written under it.
+    lease: Option<(Instant, Instant)>,
+}
+
+impl Appender {
+    /// Let go of the head lock (`head`, the file it was taken on), if held.
+    fn release(&mut self, head: &File) {
+        if self.lease.take().is_some() {
+            let _ = rustix::fs::flock(head, rustix::fs::FlockOperation::Unlock);
+        }
+    }
 }
 
 impl AuditInner {
@@ -238,8 +271,11 @@ impl AuditInner {
     /// the head file. The descriptor is a clone, so appends are not blocked meanwhile.
     fn sync(&self) -> std::io::Result<()> {
         let (file, tip) = {
-            let w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-            (w.file.try_clone()?, w.tip)
+            let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+            // The head file is written under its lock, taken on the other open file:
+            // this process's own hold on it goes first.
+            w.release(&self.head);
+            (w.chain.file.try_clone()?, w.chain.tip)
         };
         file.sync_data()?;
         let _lock = chain::HeadLock::take(&self.head_for_sync)?;
@@ -249,6 +285,8 @@ impl AuditInner {
 
 impl Drop for AuditInner {
     fn drop(&mut self) {
+        // `sync` lets go of the head lock; without it, let go here.
+        self.writer.get_mut().unwrap_or_else(|p| p.into_inner()).release(&self.head);
         if self.dirty.load(Ordering::Acquire) {
             let _ = self.sync();
         }
@@ -265,6 +303,17 @@ impl AuditLog {
     /// Open (or create) the log at `path`, fsyncing in batches every `window`, and
     /// moving it aside as `audit.N.jsonl` before it passes `max_bytes` (0: never).
     pub fn open_rotating(path: &Path, window: Duration, max_bytes: u64) -> Result<AuditLog, AuditError> {
+        Self::open_leasing(path, window, max_bytes, (LEASE_IDLE, LEASE_MAX))
+    }
+
+    /// [`AuditLog::open_rotating`], keeping the head lock for `lease.0` after the latest
+    /// line and `lease.1` in all.
+    fn open_leasing(
+        path: &Path,
+        window: Duration,
+        max_bytes: u64,
+        lease: (Duration, Duration),
+    ) -> Result<AuditLog, AuditError> {
         let err = |source| AuditError { path: path.display().to_string(), source };
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(err)?;
@@ -274,16 +323,52 @@ impl AuditLog {
         let writer = chain::Writer::open(path).map_err(err)?;
         let head = chain::open_head(path).map_err(err)?;
         let head_for_sync = chain::open_head(path).map_err(err)?;
+        let leased = Arc::new((Mutex::new(false), Condvar::new()));
         let inner = Arc::new(AuditInner {
             path: path.to_path_buf(),
-            writer: Mutex::new(writer),
+            writer: Mutex::new(Appender { chain: writer, lease: None }),
             head,
             head_for_sync,
             max_bytes,
             dirty: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             healthy: AtomicBool::new(true),
+            leased: leased.clone(),
+            lease_idle: lease.0,
+            lease_max: lease.1,
         });
+        // The lease thread: it lets go of the head lock when the writer is idle or has
+        // held it long enough. It sleeps on `leased` without holding the log, so the
+        // log is dropped when its last handle is.
+        let weak = Arc::downgrade(&inner);
+        std::thread::Builder::new()
+            .name("cheng-audit-lease".into())
+            .spawn(move || {
+                loop {
+                    {
+                        let (flag, wake) = &*leased;
+                        let mut taken = flag.lock().unwrap_or_else(|p| p.into_inner());
+                        while !*taken {
+                            if weak.strong_count() == 0 {
+                                return;
+                            }
+                            taken =
+                                wake.wait_timeout(taken, Duration::from_secs(1)).unwrap_or_else(|p| p.into_inner()).0;
+                        }
+                        *taken = false;
+                    }
+                    loop {
+                        let Some(inner) = weak.upgrade() else { return };
+                        let wait = inner.release_when_due();
+                        drop(inner);
+                        match wait {
+                            Some(d) => std::thread::sleep(d),
+                            None => break,
+                        }
+                    }
+                }
+            })
+            .map_err(err)?;
         // The one background thread: once a window it makes everything appended durable.
         let weak = Arc::downgrade(&inner);
         let window = window.max(Duration::from_millis(1));
@@ -336,13 +421,61 @@ impl AuditLog {
     }
 }
 
+impl AuditInner {
+    /// Let go of the head lock if the writer has been idle or has held it long enough;
+    /// otherwise how long until it may be due.
+    fn release_when_due(&self) -> Option<Duration> {
+        let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let (since, last) = w.lease?;
+        let due = (last + self.lease_idle).min(since + self.lease_max);
+        let now = Instant::now();
+        if now < due {
+            return Some(due - now);
+        }
+        w.release(&self.head);
+        None
+    }
+
+    /// Chain `object` and write it under the head lock, taking the lock when this writer
+    /// does not hold it already.
+    fn append(&self, w: &mut Appender, object: &[u8]) -> std::io::Result<()> {
+        if w.lease.is_none() {
+            rustix::fs::flock(&self.head, rustix::fs::FlockOperation::LockExclusive)?;
+            // Other writers only write under the lock: what they did is seen here, once.
+            if let Err(e) = w.chain.catch_up(&self.path) {
+                let _ = rustix::fs::flock(&self.head, rustix::fs::FlockOperation::Unlock);
+                return Err(e);
+            }
+            let now = Instant::now();
+            w.lease = Some((now, now));
+            let (flag, wake) = &*self.leased;
+            *flag.lock().unwrap_or_else(|p| p.into_inner()) = true;
+            wake.notify_one();
+        }
+        match w.chain.append(&self.path, object, self.max_bytes) {
+            Ok(()) => {
+                if let Some((_, last)) = &mut w.lease {
+                    *last = Instant::now();
+                }
+                Ok(())
+            }
+            Err(e) => {
+                w.release(&self.head);
+                Err(e)
+            }
+        }
+    }
+}
+
 fn append_line(inner: &AuditInner, record: &CallRecord) -> Result<(), AuditError> {
     let mut object = Vec::with_capacity(256);
     serde_json::to_writer(&mut object, record).unwrap_or_default();
     let mut w = inner.writer.lock().unwrap_or_else(|p| p.into_inner());
     // Chained and written under the head file's lock, shared with every other process
-    // writing this log; one `write` per line, so O_APPEND lands it whole.
-    let written = chain::HeadLock::take(&inner.head).and_then(|_lock| w.append(&inner.path, &object, inner.max_bytes));
+    // writing this log (held while this writer is busy, see the module's docs); one
+    // `write` per line, so O_APPEND lands it whole.
+    let written = inner.append(&mut w, &object);
+    drop(w);
     inner.healthy.store(written.is_ok(), Ordering::Release);
     written.map_err(|source| AuditError { path: inner.path.display().to_string(), source })?;
     inner.dirty.store(true, Ordering::Release);
@@ -441,13 +574,18 @@ mod tests {
         assert_eq!(log.read(&Filter { status: Some(Status::Denied), ..Default::default() }).unwrap().len(), 1);
         assert_eq!(log.read(&Filter { tool: Some("read_file".into()), ..Default::default() }).unwrap()[0].id, "a");
         assert_eq!(log.read(&Filter { last: Some(1), ..Default::default() }).unwrap()[0].id, "b");
-        // A torn last line is skipped, not fatal.
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(dir.join("audit.jsonl"))
-            .unwrap()
-            .write_all(b"{\"id\":\"c\",")
-            .unwrap();
+        // A torn last line (a writer killed mid-write, under the head lock as every
+        // writer writes) is skipped, not fatal.
+        {
+            let head = chain::open_head(&dir.join("audit.jsonl")).unwrap();
+            let _lock = chain::HeadLock::take(&head).unwrap();
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(dir.join("audit.jsonl"))
+                .unwrap()
+                .write_all(b"{\"id\":\"c\",")
+                .unwrap();
+        }
         assert_eq!(log.read(&Filter::default()).unwrap().len(), 2);
         // The next record starts on a line of its own and chains to the last whole line;
         // the fragment is counted, never part of the chain.
@@ -456,6 +594,48 @@ mod tests {
         let v = verify(&dir.join("audit.jsonl")).unwrap();
         assert!(v.ok, "{v:?}");
         assert_eq!((v.links, v.fragments, v.last_seq), (4, 1, 4));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_busy_writer_keeps_the_head_lock_and_lets_go_when_idle() {
+        use rustix::fs::{FlockOperation, flock};
+        let dir = tempfile_dir("lease");
+        let path = dir.join("audit.jsonl");
+        let never = Duration::from_secs(3600);
+        // Two writers with open files of their own, as two processes have.
+        let a =
+            AuditLog::open_leasing(&path, never, 0, (Duration::from_millis(300), Duration::from_millis(600))).unwrap();
+        let b = AuditLog::open(&path, never).unwrap();
+        let probe = chain::open_head(&path).unwrap();
+        a.append(&rec("a1", Status::Ok, "think")).unwrap();
+        // `a` keeps the lock after its line...
+        assert!(flock(&probe, FlockOperation::NonBlockingLockExclusive).is_err(), "the lock is held after a line");
+        // ...and `b` gets its turn when `a` lets go, then `a` chains after `b`'s line.
+        let t = Instant::now();
+        b.append(&rec("b1", Status::Ok, "think")).unwrap();
+        let waited = t.elapsed();
+        assert!(waited >= Duration::from_millis(100) && waited < Duration::from_secs(5), "{waited:?}");
+        a.append(&rec("a2", Status::Ok, "think")).unwrap();
+        b.append(&rec("b2", Status::Ok, "think")).unwrap();
+        let v = verify(&path).unwrap();
+        assert!(v.ok && v.last_seq == 4, "{v:?}");
+        // Idle, each lets go: the lock is free again.
+        let t = Instant::now();
+        while flock(&probe, FlockOperation::NonBlockingLockExclusive).is_err() {
+            assert!(t.elapsed() < Duration::from_secs(5), "the lock was never let go");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        flock(&probe, FlockOperation::Unlock).unwrap();
+        // A flush lets go of the lock at once (the head file is written under it), and
+        // the head file then holds the latest link.
+        a.append(&rec("a3", Status::Ok, "think")).unwrap();
+        assert!(flock(&probe, FlockOperation::NonBlockingLockExclusive).is_err());
+        a.flush().unwrap();
+        flock(&probe, FlockOperation::NonBlockingLockExclusive).expect("a flush lets go of the lock");
+        flock(&probe, FlockOperation::Unlock).unwrap();
+        assert_eq!(chain::read_head(&probe).map(|l| l.seq), Some(5));
+        drop((a, b));
         let _ = std::fs::remove_dir_all(&dir);
     }
 
