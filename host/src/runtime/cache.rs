@@ -1,15 +1,21 @@
 //! Components precompiled once and cached on disk by content hash and engine
 //! compatibility.
 //!
-//! A cache file is `CHENGCW1` + the SHA-256 of the payload + the payload (wasmtime's
-//! serialized component). On load the digest is checked before wasmtime sees a byte,
-//! and wasmtime itself checks that the payload was made by a compatible engine; any
-//! mismatch (a truncated, corrupt or foreign file) means the component is compiled
-//! again and the file replaced. Files are written to a temporary name and renamed, so
-//! concurrent hosts sharing a cache directory never read a half-written file.
+//! A component is cached as two files: `<key>.cwasm`, wasmtime's serialized component
+//! exactly as the engine wrote it, and `<key>.check`, the SHA-256 of that file and the
+//! identity (device, inode, size, modification and change times) it had when the digest
+//! was last verified. A load whose file still has that identity maps the file as it
+//! stands (no read, no hash: wasmtime maps it and checks its own header, which includes
+//! the engine's compatibility); a file whose identity changed is read and hashed once,
+//! and the check rewritten when it matches. A missing check, a digest that does not
+//! match, or a file wasmtime refuses means the component is compiled again and both files
+//! replaced. Files are written to a temporary name and renamed, never changed in place,
+//! so concurrent hosts sharing a cache directory never read a half-written file.
 //!
 //! The digest protects against corruption, not against someone who can write the state
-//! directory: that directory is trusted, and the built-in writers refuse it.
+//! directory: that directory is trusted, and the built-in writers refuse it. A change
+//! made in place within one tick of the file system's clock, keeping the size, keeps the
+//! identity; renames, copies and any later write do not.
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -20,7 +26,27 @@ use wasmtime::component::Component;
 
 use crate::error::HostError;
 
-const MAGIC: &[u8; 8] = b"CHENGCW1";
+/// What `<key>.check` holds.
+#[derive(Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Check {
+    /// SHA-256 of the `.cwasm` file, hex.
+    sha256: String,
+    /// The file's identity when the digest was verified.
+    identity: Identity,
+}
+
+/// Device, inode, size, and modification and change times (nanoseconds) of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Identity(u64, u64, u64, i128, i128);
+
+impl Identity {
+    fn of(path: &Path) -> Option<Identity> {
+        use std::os::unix::fs::MetadataExt as _;
+        let m = std::fs::metadata(path).ok()?;
+        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+        Some(Identity(m.dev(), m.ino(), m.size(), ns(m.mtime(), m.mtime_nsec()), ns(m.ctime(), m.ctime_nsec())))
+    }
+}
 
 /// The lower-case hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -92,42 +118,62 @@ impl ComponentCache {
     }
 }
 
+/// The check file beside the cached component at `path`.
+fn check_path(path: &Path) -> PathBuf {
+    path.with_extension("check")
+}
+
 /// A valid cached component, or `None` (missing, corrupt, or made by another engine).
 fn read_cached(engine: &Engine, path: &Path) -> Option<Component> {
     let t = std::time::Instant::now();
-    let bytes = std::fs::read(path).ok()?;
-    tracing::trace!(target: "cheng::cache", us = t.elapsed().as_secs_f64() * 1e6, "read");
-    if bytes.len() < MAGIC.len() + 32 || &bytes[..MAGIC.len()] != MAGIC {
-        tracing::warn!(target: "cheng::cache", path = %path.display(), "ignoring a cache file with a bad header");
-        return None;
-    }
-    let (digest, payload) = bytes[MAGIC.len()..].split_at(32);
-    if Sha256::digest(payload).as_slice() != digest {
-        tracing::warn!(target: "cheng::cache", path = %path.display(), "ignoring a corrupt cache file");
-        return None;
-    }
-    tracing::trace!(target: "cheng::cache", us = t.elapsed().as_secs_f64() * 1e6, "digest checked");
-    // SAFETY: the payload is byte-for-byte what this host wrote after compiling it with
-    // an engine of the same compatibility hash (part of the file name); wasmtime also
-    // checks its own header and refuses payloads from incompatible engines.
-    match unsafe { Component::deserialize(engine, payload) } {
+    let check: Check = serde_json::from_slice(&std::fs::read(check_path(path)).ok()?).ok()?;
+    let identity = Identity::of(path)?;
+    let loaded = if identity == check.identity {
+        tracing::trace!(target: "cheng::cache", us = t.elapsed().as_secs_f64() * 1e6, "identity unchanged");
+        // SAFETY: the file is byte-for-byte what this host wrote after compiling it with
+        // an engine of the same compatibility hash (part of the file name), verified
+        // against its digest when it got the identity it still has; cache files are
+        // replaced by rename, never changed in place, so the mapping stays as verified.
+        // wasmtime also checks its own header and refuses incompatible engines' output.
+        unsafe { Component::deserialize_file(engine, path) }
+    } else {
+        let bytes = std::fs::read(path).ok()?;
+        if sha256_hex(&bytes) != check.sha256 {
+            tracing::warn!(target: "cheng::cache", path = %path.display(), "ignoring a corrupt cache file");
+            return None;
+        }
+        tracing::trace!(target: "cheng::cache", us = t.elapsed().as_secs_f64() * 1e6, "read and digest checked");
+        // The digest holds for this identity now: the next load skips the hash.
+        if let Err(e) = write_check(path, &check.sha256) {
+            tracing::debug!(target: "cheng::cache", path = %path.display(), "cannot rewrite the cache check: {e}");
+        }
+        // SAFETY: as above, with the bytes just verified against the digest.
+        unsafe { Component::deserialize(engine, &bytes) }
+    };
+    match loaded {
         Ok(c) => {
             tracing::trace!(target: "cheng::cache", us = t.elapsed().as_secs_f64() * 1e6, "deserialized");
             Some(c)
         }
         Err(e) => {
-            tracing::warn!(target: "cheng::cache", path = %path.display(), "ignoring a cache file wasmtime refused: {e}");
+            tracing::warn!(target: "cheng::cache", path = %path.display(), "ignoring a cache file wasmtime refused: {e:#}");
             None
         }
     }
 }
 
+/// Record `sha256` as verified for the file at `path` as it stands.
+fn write_check(path: &Path, sha256: &str) -> std::io::Result<()> {
+    let identity = Identity::of(path).ok_or_else(|| std::io::Error::other("the cache file is gone"))?;
+    let check = Check { sha256: sha256.to_string(), identity };
+    crate::atomic::write_atomic(&check_path(path), &serde_json::to_vec(&check).map_err(std::io::Error::other)?)
+}
+
 fn write_cached(path: &Path, payload: &[u8]) -> std::io::Result<()> {
-    let mut data = Vec::with_capacity(MAGIC.len() + 32 + payload.len());
-    data.extend_from_slice(MAGIC);
-    data.extend_from_slice(&Sha256::digest(payload));
-    data.extend_from_slice(payload);
-    crate::atomic::write_atomic(path, &data)
+    // The component first, then its check: a check never vouches for a file not yet
+    // in place, and a stale check only costs a hash (its identity no longer matches).
+    crate::atomic::write_atomic(path, payload)?;
+    write_check(path, &sha256_hex(payload))
 }
 
 /// The innermost message of an error chain.
@@ -154,24 +200,43 @@ mod tests {
         // Second load comes from the cache.
         let (_, how) = cache.load(engine, "t", &wasm, &sha, &|_| {}).unwrap();
         assert_eq!(how, Loaded::Cached);
-        // Flip one payload byte: the digest catches it and the component is recompiled.
         let path = dir.join(format!("{}.cwasm", ComponentCache::key(engine, &sha)));
-        let mut bytes = std::fs::read(&path).unwrap();
-        let last = bytes.len() - 1;
-        bytes[last] ^= 0xff;
+        let check = || serde_json::from_slice::<Check>(&std::fs::read(check_path(&path)).unwrap()).unwrap();
+        assert_eq!(check().identity, Identity::of(&path).unwrap());
+        // A copy of the same bytes (a new inode) is hashed once, accepted, and its new
+        // identity recorded.
+        let bytes = std::fs::read(&path).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::remove_file(&path).unwrap();
         std::fs::write(&path, &bytes).unwrap();
+        assert_ne!(check().identity, Identity::of(&path).unwrap());
+        let (_, how) = cache.load(engine, "t", &wasm, &sha, &|_| {}).unwrap();
+        assert_eq!(how, Loaded::Cached);
+        assert_eq!(check().identity, Identity::of(&path).unwrap());
+        // Flip one byte (a moment later, so the file's times move): the identity changed,
+        // the digest catches it and the component is recompiled.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut flipped = bytes.clone();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 0xff;
+        std::fs::write(&path, &flipped).unwrap();
         let (_, how) = cache.load(engine, "t", &wasm, &sha, &|_| {}).unwrap();
         assert_eq!(how, Loaded::Compiled);
-        // A truncated file is recompiled too.
-        std::fs::write(&path, b"CHENGCW1").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        // A truncated file is recompiled too, and so is a file with no check beside it.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
         let (_, how) = cache.load(engine, "t", &wasm, &sha, &|_| {}).unwrap();
         assert_eq!(how, Loaded::Compiled);
-        // A file with a valid digest but a payload no engine made is refused by wasmtime.
+        std::fs::remove_file(check_path(&path)).unwrap();
+        let (_, how) = cache.load(engine, "t", &wasm, &sha, &|_| {}).unwrap();
+        assert_eq!(how, Loaded::Compiled);
+        // A file whose check vouches for it but which no engine made is refused by
+        // wasmtime (it checks its own header).
         let junk = b"not a wasmtime artifact".to_vec();
-        let mut forged = MAGIC.to_vec();
-        forged.extend_from_slice(&Sha256::digest(&junk));
-        forged.extend_from_slice(&junk);
-        std::fs::write(&path, &forged).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, &junk).unwrap();
+        write_check(&path, &sha256_hex(&junk)).unwrap();
         let (_, how) = cache.load(engine, "t", &wasm, &sha, &|_| {}).unwrap();
         assert_eq!(how, Loaded::Compiled);
         let _ = std::fs::remove_dir_all(&dir);
