@@ -28,16 +28,6 @@ fn node_and(name: &str) -> Option<(PathBuf, PathBuf)> {
         .then(|| (node.unwrap(), script))
 }
 
-/// A host with `config` and its own state directory (so pins start empty), the
-/// built-ins' compiled components shared.
-async fn host_in(config: &str, state: &Path) -> Host {
-    let mut b = HostBuilder::new();
-    b.config(Config::from_toml_str(config, "test.toml").unwrap());
-    b.state_dir(state);
-    b.cache_dir(util::shared_state().join("cache"));
-    b.build().await.unwrap()
-}
-
 /// The text of a server tool's result.
 pub(crate) fn text_of(out: &Value) -> String {
     out["content"].as_array().into_iter().flatten().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n")
@@ -57,7 +47,7 @@ async fn server_everything_tools_are_prefixed_granted_to_nobody_and_called_throu
     let Some((node, script)) = node_and("server-everything") else { return };
     let state = tempfile::tempdir().unwrap();
     let ws = util::workspace();
-    let host = host_in(&everything_config(&node, &script, "timeout_ms = 20000"), state.path()).await;
+    let host = util::host_in(&everything_config(&node, &script, "timeout_ms = 20000"), state.path()).await;
     assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
     let names: Vec<String> = host.tools().into_iter().map(|t| t.name).collect();
     for t in ["every__echo", "every__get-sum", "every__trigger-long-running-operation"] {
@@ -103,7 +93,7 @@ async fn a_long_running_tool_is_cancelled_at_its_timeout_and_a_large_output_is_c
     let state = tempfile::tempdir().unwrap();
     let ws = util::workspace();
     let host =
-        host_in(&everything_config(&node, &script, "timeout_ms = 1500\noutput_bytes = 4096"), state.path()).await;
+        util::host_in(&everything_config(&node, &script, "timeout_ms = 1500\noutput_bytes = 4096"), state.path()).await;
     let agent = Context::new(ws.path()).role("agent");
     // Warm the server up so the budget measures the call, not Node's start.
     let r = host.call(&agent, "every__echo", json!({"message": "warm"})).await;
@@ -183,7 +173,7 @@ async fn the_filesystem_server_given_root_reads_the_workspace_but_landlock_refus
         toml_str(&node),
         toml_str(&script)
     );
-    let host = host_in(&config, state.path()).await;
+    let host = util::host_in(&config, state.path()).await;
     assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
     let agent = Context::new(ws.path()).role("agent");
     let ws_root = std::fs::canonicalize(ws.path()).unwrap();
@@ -229,7 +219,7 @@ async fn a_python_server_from_pypi_answers_under_fs_read() {
          approve = [\"convert_time\"]\n[roles.agent]\ntools = [\"time__get_current_time\", \"time__convert_time\"]\n",
         toml_str(python.as_ref().unwrap())
     );
-    let host = host_in(&config, state.path()).await;
+    let host = util::host_in(&config, state.path()).await;
     assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
     let agent = Context::new(ws.path()).role("agent");
     let r = host.call(&agent, "time__get_current_time", json!({"timezone": "Europe/Paris"})).await;
@@ -268,7 +258,7 @@ async fn hostile() -> Option<Hostile> {
         toml_str(&python),
         toml_str(&script)
     );
-    let host = host_in(&config, state.path()).await;
+    let host = util::host_in(&config, state.path()).await;
     assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
     Some(Hostile { host, ws: util::workspace(), state_path: state.path().to_path_buf(), _state: state, config })
 }
@@ -416,7 +406,7 @@ async fn a_rewritten_description_is_withheld_until_the_operator_accepts_it() {
     let again = run("diff");
     assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stdout));
     // A host started after the operator accepted serves the new definition.
-    let host = host_in(&h.config, &h.state_path).await;
+    let host = util::host_in(&h.config, &h.state_path).await;
     let desc = host.tools().into_iter().find(|t| t.name == "bad__mutate").unwrap().description;
     assert!(desc.contains("id_rsa"));
     let r = host.call(&Context::new(h.ws.path()).role("agent"), "bad__mutate", json!({})).await;
@@ -458,7 +448,7 @@ async fn a_scoped_write_grant_writes_only_its_folder_and_never_the_hosts_state()
         )
     };
     let state = tempfile::tempdir().unwrap();
-    let host = host_in(&config("{ read = [\".\"], write = [\"out\"] }"), state.path()).await;
+    let host = util::host_in(&config("{ read = [\".\"], write = [\"out\"] }"), state.path()).await;
     let agent = Context::new(ws.path()).role("agent");
     let write = |p: &str| {
         let host = host.clone();
@@ -511,13 +501,13 @@ async fn a_streamable_http_server_is_reached_through_the_egress_guard() {
     );
     // Loopback is a private address: the guard refuses it unless the operator opens it.
     let state = tempfile::tempdir().unwrap();
-    let host = host_in(&entry, state.path()).await;
+    let host = util::host_in(&entry, state.path()).await;
     let errors = host.load_errors().join("\n");
     assert!(errors.contains("remote") && errors.contains("refused"), "{errors}");
     assert!(!host.tools().iter().any(|t| t.name == "remote__echo"));
 
     let state = tempfile::tempdir().unwrap();
-    let host = host_in(&format!("[web]\nallow_private = [\"127.0.0.1/32\"]\n{entry}"), state.path()).await;
+    let host = util::host_in(&format!("[web]\nallow_private = [\"127.0.0.1/32\"]\n{entry}"), state.path()).await;
     assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
     let ws = util::workspace();
     let r = host.call(&Context::new(ws.path()).role("agent"), "remote__echo", json!({"message": "over http"})).await;

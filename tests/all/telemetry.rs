@@ -7,12 +7,11 @@
 //! trace they are given.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use cheng_host::policy::Config;
-use cheng_host::{Context, Host, HostBuilder};
+use cheng_host::{Context, Host};
 use serde_json::{Value, json};
 
 use crate::util;
@@ -98,14 +97,6 @@ fn span_of<'a>(seen: &'a [Value], run: &str, tool: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no span of {tool} in run {run}"))
 }
 
-async fn host_in(config: &str, state: &Path) -> Host {
-    let mut b = HostBuilder::new();
-    b.config(Config::from_toml_str(config, "test.toml").unwrap());
-    b.state_dir(state);
-    b.cache_dir(util::shared_state().join("cache"));
-    b.build().await.unwrap()
-}
-
 /// `name`'s count in `/metrics` for `outcome` (0 when absent).
 fn counted(host: &Host, outcome: &str) -> u64 {
     let text = host.observer().metrics_text(0);
@@ -126,7 +117,7 @@ async fn calls_are_spans_in_the_callers_trace_and_the_trace_goes_on() {
         c.endpoint()
     );
     let state = tempfile::tempdir().unwrap();
-    let host = host_in(&config, state.path()).await;
+    let host = util::host_in(&config, state.path()).await;
     assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
     let ws = util::workspace();
     std::fs::write(ws.path().join("marker-7f3a.txt"), "payload-c0ffee\n").unwrap();
@@ -207,7 +198,7 @@ async fn calls_are_spans_in_the_callers_trace_and_the_trace_goes_on() {
     let config =
         format!("[telemetry]\nendpoint = \"{}\"\nexport_arguments = true\nexport_results = true\n", c.endpoint());
     let state = tempfile::tempdir().unwrap();
-    let host = host_in(&config, state.path()).await;
+    let host = util::host_in(&config, state.path()).await;
     let cx = Context::new(ws.path()).run("open-run");
     let r = host.call(&cx, "read_file", json!({"path": "marker-7f3a.txt"})).await;
     assert_eq!(r.status, cheng_host::Status::Ok, "{}", r.output);
@@ -231,7 +222,7 @@ async fn a_collector_down_or_stuck_costs_spans_never_calls() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let config = format!("[telemetry]\nendpoint = \"http://127.0.0.1:{closed}\"\nqueue = 4\ntimeout_ms = 1000\n");
     let state = tempfile::tempdir().unwrap();
-    let host = host_in(&config, state.path()).await;
+    let host = util::host_in(&config, state.path()).await;
     for _ in 0..20 {
         let r = host.call(&cx, "read_file", json!({"path": "a.txt"})).await;
         assert_eq!(r.status, cheng_host::Status::Ok, "{}", r.output);
@@ -249,7 +240,7 @@ async fn a_collector_down_or_stuck_costs_spans_never_calls() {
     let Some(c) = Collector::start("hang") else { return };
     let config = format!("[telemetry]\nendpoint = \"{}\"\nqueue = 8\ntimeout_ms = 3000\n", c.endpoint());
     let state = tempfile::tempdir().unwrap();
-    let host = host_in(&config, state.path()).await;
+    let host = util::host_in(&config, state.path()).await;
     let mut calls = Vec::new();
     for _ in 0..100 {
         let (host, cx) = (host.clone(), cx.clone());

@@ -99,6 +99,16 @@ pub async fn host(config: &str, plugins: Vec<PluginSpec>) -> Host {
     b.build().await.unwrap()
 }
 
+/// A host with `config` and its own state directory `state` (so pins, records and
+/// settings start empty), the built-ins' compiled components shared.
+pub async fn host_in(config: &str, state: &Path) -> Host {
+    let mut b = HostBuilder::new();
+    b.config(Config::from_toml_str(config, "test.toml").unwrap());
+    b.state_dir(state);
+    b.cache_dir(shared_state().join("cache"));
+    b.build().await.unwrap()
+}
+
 /// A host with the built-ins, `config` (after a short kill grace, for quick tests) and
 /// `approver`.
 pub async fn host_with(config: &str, approver: std::sync::Arc<dyn cheng_host::approvals::Approver>) -> Host {
