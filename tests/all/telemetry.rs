@@ -235,12 +235,16 @@ async fn a_collector_down_or_stuck_costs_spans_never_calls() {
     assert!(text.contains("cheng_telemetry_metric_exports_total{outcome=\"failed\"}"), "{text}");
     drop(host);
 
-    // Stuck: the collector takes the request and never answers. A full queue drops
-    // spans; the calls do not wait for it.
+    // Stuck: the collector takes the request and never answers. Once the exporter is
+    // stuck in a send, a full queue drops spans; the calls do not wait for it.
     let Some(c) = Collector::start("hang") else { return };
-    let config = format!("[telemetry]\nendpoint = \"{}\"\nqueue = 8\ntimeout_ms = 3000\n", c.endpoint());
+    let config = format!("[telemetry]\nendpoint = \"{}\"\nqueue = 8\ntimeout_ms = 8000\n", c.endpoint());
     let state = tempfile::tempdir().unwrap();
     let host = util::host_in(&config, state.path()).await;
+    let r = host.call(&cx, "read_file", json!({"path": "a.txt"})).await;
+    assert_eq!(r.status, cheng_host::Status::Ok, "{}", r.output);
+    c.wait_for(|s| s.iter().any(|l| l["signal"] == "hung" && l["path"] == "/v1/traces"));
+    let t = Instant::now();
     let mut calls = Vec::new();
     for _ in 0..100 {
         let (host, cx) = (host.clone(), cx.clone());
@@ -250,6 +254,8 @@ async fn a_collector_down_or_stuck_costs_spans_never_calls() {
         let r = call.await.unwrap();
         assert_eq!(r.status, cheng_host::Status::Ok, "{}", r.output);
     }
+    // The calls ended while the export was still stuck (well inside its timeout).
+    assert!(t.elapsed() < Duration::from_secs(6), "{:?}", t.elapsed());
     assert!(counted(&host, "dropped_queue_full") >= 1, "{}", host.observer().metrics_text(0));
     assert_eq!(counted(&host, "exported"), 0);
     assert!(spans(&c.seen()).is_empty());
