@@ -47,6 +47,7 @@ mod context;
 mod convert;
 mod failure;
 pub mod host;
+mod json;
 mod needs;
 
 pub use context::{Context, Resolved};
@@ -226,7 +227,7 @@ pub mod __private {
             Failure::invalid_argument(msg).into_wit()
         })?;
         let output = T::run(parsed, cx).map_err(Failure::into_wit)?;
-        serde_json::to_string(&output).map_err(|e| {
+        crate::json::to_string(&output).map_err(|e| {
             Failure::new(
                 crate::ErrorKind::Crashed,
                 format!("the tool \"{}\" produced output that is not JSON: {e}", T::NAME),

@@ -145,42 +145,55 @@ pub fn seq_of(line: &[u8]) -> Option<u64> {
 }
 
 /// The last complete (newline-ended), non-empty line of `file`, read backwards in
-/// blocks. A fragment after the last newline (a cut write) is not a line.
+/// blocks. A fragment after the last newline (a cut write) is not a line. Each byte is
+/// read and searched once, however long the line (a record may hold a result of a
+/// mebibyte on one line).
 pub fn last_line(file: &mut File) -> std::io::Result<Option<Vec<u8>>> {
+    const BLOCK: u64 = 64 << 10;
     let mut start = file.metadata()?.len();
-    // The bytes from `start` to where the search stands; `complete` once the fragment
-    // after the last newline is dropped.
-    let mut buf: Vec<u8> = Vec::new();
-    let mut complete = false;
-    loop {
-        if !complete && let Some(end) = buf.iter().rposition(|&b| b == b'\n') {
-            buf.truncate(end + 1);
-            complete = true;
+    // Where the candidate line ends (the offset of its newline), once the last newline
+    // is found; and the candidate's bytes read so far, in blocks from last to first.
+    let mut line_end: Option<u64> = None;
+    let mut parts: Vec<Vec<u8>> = Vec::new();
+    let joined = |first: &[u8], parts: &[Vec<u8>]| {
+        let mut line = first.to_vec();
+        for p in parts.iter().rev() {
+            line.extend_from_slice(p);
         }
-        if complete {
-            while buf.last() == Some(&b'\n') {
-                // An empty line is no line: look before it.
-                let end = buf.len() - 1;
-                match buf[..end].iter().rposition(|&b| b == b'\n') {
-                    Some(begin) if begin + 1 < end => return Ok(Some(buf[begin + 1..end].to_vec())),
-                    Some(begin) => buf.truncate(begin + 1),
-                    None if start == 0 && end > 0 => return Ok(Some(buf[..end].to_vec())),
-                    None if start == 0 => return Ok(None),
-                    None => break,
-                }
-            }
-        }
-        if start == 0 {
-            return Ok(None);
-        }
-        let from = start.saturating_sub(64 << 10);
+        line
+    };
+    while start > 0 {
+        let from = start.saturating_sub(BLOCK);
         let mut block = vec![0; (start - from) as usize];
         file.seek(SeekFrom::Start(from))?;
         file.read_exact(&mut block)?;
-        block.extend_from_slice(&buf);
-        buf = block;
+        // The part of the block still to search: up to the candidate's newline.
+        let mut hi = block.len();
+        while let Some(i) = memchr::memrchr(b'\n', &block[..hi]) {
+            let at = from + i as u64;
+            match line_end {
+                // The last newline: what follows it is a fragment.
+                None => {}
+                // A newline before the candidate: the candidate is whole.
+                Some(end) if at + 1 < end => return Ok(Some(joined(&block[i + 1..hi], &parts))),
+                // An empty line is no line: look before it.
+                Some(_) => {}
+            }
+            line_end = Some(at);
+            parts.clear();
+            hi = i;
+        }
+        if line_end.is_some() {
+            block.truncate(hi);
+            parts.push(block);
+        }
         start = from;
     }
+    // The first line of the file.
+    Ok(match line_end {
+        Some(end) if end > 0 => Some(joined(&[], &parts)),
+        _ => None,
+    })
 }
 
 /// The chain's latest link as the files at `path` hold it: the last line of the log,
@@ -396,6 +409,26 @@ mod tests {
         assert_eq!(last_line(&mut File::open(&p).unwrap()).unwrap().unwrap(), b"b");
         std::fs::write(&p, "no newline").unwrap();
         assert_eq!(last_line(&mut File::open(&p).unwrap()).unwrap(), None);
+        std::fs::write(&p, "\n\n\n").unwrap();
+        assert_eq!(last_line(&mut File::open(&p).unwrap()).unwrap(), None);
+        // Lines and fragments of every length around the block size, first lines and
+        // empty lines between them.
+        for len in [1, 2, 65_535, 65_536, 65_537, 131_072, 300_001] {
+            let line = "y".repeat(len);
+            for (text, want) in [
+                (format!("{line}\n"), Some(&line)),
+                (format!("a\n{line}\n"), Some(&line)),
+                (format!("{line}\n\n\n{}", "z".repeat(len)), Some(&line)),
+                (format!("{line}\nb\n"), None),
+            ] {
+                std::fs::write(&p, &text).unwrap();
+                let got = last_line(&mut File::open(&p).unwrap()).unwrap();
+                match want {
+                    Some(w) => assert_eq!(got.as_deref(), Some(w.as_bytes()), "{len}"),
+                    None => assert_eq!(got.as_deref(), Some(&b"b"[..]), "{len}"),
+                }
+            }
+        }
     }
 
     #[test]

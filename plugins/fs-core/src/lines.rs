@@ -54,9 +54,10 @@ pub fn check_text(path: &str, data: &[u8]) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Pick lines `start..=end` of `data`, at most `max_bytes` of them.
+/// Pick lines `start..=end` of `data`, at most `max_bytes` of them. `data` is taken so
+/// that the picked text becomes the output without a copy.
 pub fn select(
-    data: &[u8],
+    mut data: Vec<u8>,
     start: u64,
     end: Option<u64>,
     max_bytes: usize,
@@ -69,7 +70,7 @@ pub fn select(
     let mut from = if start == 1 { Some(0) } else { None };
     let mut to = None;
     let mut seen: u64 = 0;
-    for i in memchr::memchr_iter(b'\n', data) {
+    for i in memchr::memchr_iter(b'\n', &data) {
         seen += 1;
         if seen == start - 1 {
             from = Some(i + 1);
@@ -100,9 +101,11 @@ pub fn select(
     let end = end.unwrap_or(total).min(total);
     let from = from.unwrap_or(data.len());
     let to = to.unwrap_or(data.len());
-    let text = String::from_utf8_lossy(&data[from..to]);
+    data.truncate(to);
+    data.drain(..from);
+    let text = String::from_utf8(data).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     let (content, last, truncated) = if text.len() <= max_bytes {
-        (text.into_owned(), end, false)
+        (text, end, false)
     } else {
         let cut = cut_at_char(&text, max_bytes);
         match cut.rfind('\n') {

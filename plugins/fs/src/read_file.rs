@@ -46,6 +46,7 @@ impl Tool for ReadFile {
             )));
         }
         let (rel, data) = read_text(cx, &input.path)?;
-        select(&data, start, input.end_line, max_bytes, &rel, data.len() as u64)
+        let size = data.len() as u64;
+        select(data, start, input.end_line, max_bytes, &rel, size)
     }
 }

@@ -89,7 +89,8 @@ impl Tool for ReadFiles {
                         "max_total_bytes was used up by the files before this one; read it in another call",
                     ));
                 }
-                select(&data, 1, None, per_file.min(left), &rel, data.len() as u64)
+                let size = data.len() as u64;
+                select(data, 1, None, per_file.min(left), &rel, size)
             });
             match read {
                 Ok(o) => {
