@@ -336,41 +336,24 @@ impl<'w> ser::Serializer for &'w mut Writer {
     }
 }
 
-impl ser::SerializeSeq for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.close(']');
-        Ok(())
-    }
+/// The three sequence traits differ only in their method's name.
+macro_rules! sequence {
+    ($($trait:ident :: $method:ident),+) => {$(
+        impl ser::$trait for Compound<'_> {
+            type Ok = ();
+            type Error = Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+                self.element(value)
+            }
+            fn end(self) -> Result<(), Error> {
+                self.close(']');
+                Ok(())
+            }
+        }
+    )+};
 }
 
-impl ser::SerializeTuple for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.close(']');
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.close(']');
-        Ok(())
-    }
-}
+sequence!(SerializeSeq::serialize_element, SerializeTuple::serialize_element, SerializeTupleStruct::serialize_field);
 
 impl ser::SerializeTupleVariant for Compound<'_> {
     type Ok = ();
@@ -434,6 +417,15 @@ impl ser::SerializeStructVariant for Compound<'_> {
     }
 }
 
+/// Methods of a key writer that leave the key to serde_json.
+macro_rules! refuse_scalars {
+    ($($method:ident($ty:ty)),+) => {$(
+        fn $method(self, _v: $ty) -> Result<(), Error> {
+            Err(Error::Unsupported)
+        }
+    )+};
+}
+
 /// A map key: strings (and what serializes as one) are written here; any other key
 /// goes to serde_json, which knows how it quotes numbers and refuses the rest.
 struct KeyWriter<'a> {
@@ -468,39 +460,19 @@ impl ser::Serializer for KeyWriter<'_> {
         }
         value.serialize(self)
     }
-    fn serialize_bool(self, _v: bool) -> Result<(), Error> {
-        Err(Error::Unsupported)
-    }
-    fn serialize_i8(self, _v: i8) -> Result<(), Error> {
-        Err(Error::Unsupported)
-    }
-    fn serialize_i16(self, _v: i16) -> Result<(), Error> {
-        Err(Error::Unsupported)
-    }
-    fn serialize_i32(self, _v: i32) -> Result<(), Error> {
-        Err(Error::Unsupported)
-    }
-    fn serialize_i64(self, _v: i64) -> Result<(), Error> {
-        Err(Error::Unsupported)
-    }
-    fn serialize_u8(self, _v: u8) -> Result<(), Error> {
-        Err(Error::Unsupported)
-    }
-    fn serialize_u16(self, _v: u16) -> Result<(), Error> {
-        Err(Error::Unsupported)
-    }
-    fn serialize_u32(self, _v: u32) -> Result<(), Error> {
-        Err(Error::Unsupported)
-    }
-    fn serialize_u64(self, _v: u64) -> Result<(), Error> {
-        Err(Error::Unsupported)
-    }
-    fn serialize_f32(self, _v: f32) -> Result<(), Error> {
-        Err(Error::Unsupported)
-    }
-    fn serialize_f64(self, _v: f64) -> Result<(), Error> {
-        Err(Error::Unsupported)
-    }
+    refuse_scalars!(
+        serialize_bool(bool),
+        serialize_i8(i8),
+        serialize_i16(i16),
+        serialize_i32(i32),
+        serialize_i64(i64),
+        serialize_u8(u8),
+        serialize_u16(u16),
+        serialize_u32(u32),
+        serialize_u64(u64),
+        serialize_f32(f32),
+        serialize_f64(f64)
+    );
     fn serialize_bytes(self, _v: &[u8]) -> Result<(), Error> {
         Err(Error::Unsupported)
     }
