@@ -6,6 +6,11 @@
 //! (`cheng token revoke NAME`) is gone from the file. An agent token holds a role and
 //! can call tools; an operator token (issue-level: the console's) holds none and cannot.
 //!
+//! A server verifies a token on every request, so the parsed file is kept and read again
+//! only when the file is not the one it was parsed from: one `stat` per request. Every
+//! change replaces the file whole (a new file renamed into place) and changes its size,
+//! so a revocation is seen by the next request.
+//!
 //! # Example
 //!
 //! ```
@@ -20,7 +25,9 @@
 //! # std::fs::remove_dir_all(&dir).unwrap();
 //! ```
 
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -89,26 +96,75 @@ pub enum TokenError {
     Name(String),
 }
 
-/// The tokens of one state directory.
+/// The tokens of one state directory. Clones share the parsed file.
 #[derive(Debug, Clone)]
 pub struct TokenStore {
     path: PathBuf,
+    parsed: Arc<Mutex<Option<Parsed>>>,
+}
+
+/// The file's tokens and the identity of the file they were read from.
+#[derive(Debug)]
+struct Parsed {
+    identity: Identity,
+    list: Arc<Vec<Stored>>,
+}
+
+/// What tells one version of the file from another: the file (device, inode) and its
+/// size and change times (nanoseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Identity([i64; 7]);
+
+impl Identity {
+    fn of(m: &std::fs::Metadata) -> Identity {
+        Identity([
+            m.dev() as i64,
+            m.ino() as i64,
+            m.size() as i64,
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ctime(),
+            m.ctime_nsec(),
+        ])
+    }
 }
 
 impl TokenStore {
     /// The store in `state_dir` (`tokens.json`).
     pub fn new(state_dir: &Path) -> TokenStore {
-        TokenStore { path: state_dir.join("tokens.json") }
+        TokenStore { path: state_dir.join("tokens.json"), parsed: Arc::default() }
     }
 
     /// Every stored token (hashes only).
     pub fn list(&self) -> Result<Vec<Stored>, TokenError> {
-        match std::fs::read(&self.path) {
-            Ok(b) => serde_json::from_slice(&b)
-                .map_err(|e| TokenError::Damaged(self.path.display().to_string(), e.to_string())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(source) => Err(TokenError::Io { path: self.path.display().to_string(), source }),
+        Ok(self.current()?.as_ref().clone())
+    }
+
+    /// The file's tokens, parsed again only when the file changed since the last time.
+    fn current(&self) -> Result<Arc<Vec<Stored>>, TokenError> {
+        let io = |source| TokenError::Io { path: self.path.display().to_string(), source };
+        let identity = match std::fs::metadata(&self.path) {
+            Ok(m) => Identity::of(&m),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Arc::default()),
+            Err(source) => return Err(io(source)),
+        };
+        let mut parsed = self.parsed.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = parsed.as_ref().filter(|p| p.identity == identity) {
+            return Ok(p.list.clone());
         }
+        // Read after the `stat`: what is read is that version of the file or a later one,
+        // and a later one has another identity, so it is read again next time.
+        let bytes = match std::fs::read(&self.path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Arc::default()),
+            Err(source) => return Err(io(source)),
+        };
+        let list: Arc<Vec<Stored>> = Arc::new(
+            serde_json::from_slice(&bytes)
+                .map_err(|e| TokenError::Damaged(self.path.display().to_string(), e.to_string()))?,
+        );
+        *parsed = Some(Parsed { identity, list: list.clone() });
+        Ok(list)
     }
 
     /// Held across a read-modify-write, so two `cheng token` commands at once cannot lose
@@ -197,10 +253,15 @@ impl TokenStore {
     pub fn verify(&self, presented: &str) -> Result<Option<Principal>, TokenError> {
         let digest = Sha256::digest(presented.as_bytes());
         let mut found = None;
-        for t in self.list()? {
+        for t in self.current()?.iter() {
             let Ok(stored) = hex::decode(&t.sha256) else { continue };
             if bool::from(stored.as_slice().ct_eq(digest.as_slice())) {
-                found = Some(Principal { name: t.name, kind: t.kind, role: t.role, workspace: t.workspace });
+                found = Some(Principal {
+                    name: t.name.clone(),
+                    kind: t.kind,
+                    role: t.role.clone(),
+                    workspace: t.workspace.clone(),
+                });
             }
         }
         Ok(found)
@@ -233,5 +294,31 @@ mod tests {
         assert!(store.verify(&a).unwrap().is_none());
         assert!(store.revoke("a").is_err());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_change_made_elsewhere_is_seen_by_the_next_verify() {
+        let dir = tempfile::tempdir().unwrap();
+        // The server's store, which keeps the parsed file, and the command line's.
+        let server = TokenStore::new(dir.path());
+        let cli = TokenStore::new(dir.path());
+        assert!(server.verify("cheng_none").unwrap().is_none());
+        // Made, used, revoked and replaced in quick succession (within one tick of the
+        // file system's clock): each change is seen at once.
+        for round in 0..20 {
+            let name = format!("t{round}");
+            let secret = cli.add(&name, Kind::Agent, Some("developer")).unwrap();
+            assert_eq!(server.verify(&secret).unwrap().unwrap().name, name);
+            cli.revoke(&name).unwrap();
+            assert!(server.verify(&secret).unwrap().is_none(), "round {round}: a revoked token still works");
+        }
+        // The file gone: nobody.
+        let kept = cli.add("kept", Kind::Agent, None).unwrap();
+        assert!(server.verify(&kept).unwrap().is_some());
+        std::fs::remove_file(dir.path().join("tokens.json")).unwrap();
+        assert!(server.verify(&kept).unwrap().is_none());
+        // A damaged file is an error, not an empty store and not the old list.
+        std::fs::write(dir.path().join("tokens.json"), b"[{").unwrap();
+        assert!(matches!(server.verify(&kept), Err(TokenError::Damaged(..))));
     }
 }
