@@ -561,3 +561,56 @@ async fn the_official_conformance_suite_passes_but_for_what_cheng_does_not_offer
         );
     }
 }
+
+/// A plain call in the stateless revision (2026-07-28) is answered with one JSON body,
+/// not an event stream; a call that sends something before its result (progress,
+/// asked for with a progress token) still gets the stream, with nothing lost.
+#[test]
+fn a_plain_stateless_call_is_answered_in_json() {
+    let s = setup("[[process.rules]]\nprogram = \"sleep\"\nargs = []\ndecision = \"allow\"\n");
+    std::fs::write(s.ws.path().join("plain.txt"), "one\ntwo\n").unwrap();
+    let server = s.http();
+    let addr = server.addr.clone();
+    let agent = s.token(Some("developer"), "agent");
+    let call = |tool: &str, args: Value, progress: Option<&str>| {
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nAuthorization: Bearer {agent}\r\n\
+             MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\n"
+        );
+        let mut meta = serde_json::json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        });
+        if let Some(p) = progress {
+            meta["progressToken"] = p.into();
+        }
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": tool, "arguments": args, "_meta": meta}});
+        raw(&addr, &head, body.to_string().as_bytes())
+    };
+    let content_type = |text: &str| {
+        text.lines()
+            .find_map(|l| {
+                l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("content-type")).map(|(_, v)| v.trim())
+            })
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (code, text) = call("read_file", serde_json::json!({"path": "plain.txt"}), None);
+    assert_eq!(code, 200, "{text}");
+    assert_eq!(content_type(&text), "application/json", "{text}");
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or_default();
+    let answer: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("one JSON body ({e}): {text}"));
+    assert_eq!(answer["id"], 7, "{answer}");
+    assert_eq!(answer["result"]["structuredContent"]["content"], "one\ntwo\n", "{answer}");
+    // The control: a call given a progress token is told "started" first, so the answer
+    // is a stream holding that notice and then the result.
+    let (code, text) = call("workspace_shell", serde_json::json!({"command": "sleep", "args": ["1"]}), Some("p1"));
+    assert_eq!(code, 200, "{text}");
+    assert_eq!(content_type(&text), "text/event-stream", "{text}");
+    let progress = text.find("notifications/progress").unwrap_or_else(|| panic!("progress first: {text}"));
+    let result = text.find("\"structuredContent\"").unwrap_or_else(|| panic!("then the result: {text}"));
+    assert!(progress < result, "{text}");
+}

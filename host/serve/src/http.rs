@@ -386,6 +386,9 @@ pub async fn serve(
         // The gate checks Host and Origin (and answers 403 before any token is looked at).
         .disable_allowed_hosts()
         .with_max_request_body_bytes(config.max_request_bytes)
+        // A stateless (2026-07-28) call whose only message is its answer gets it as one
+        // JSON body; one that sends progress first still gets an event stream.
+        .with_json_response(true)
         .with_cancellation_token(shutdown.child_token());
     let service = StreamableHttpService::new(move || Ok(mcp.clone()), Arc::new(sessions), http_config);
     let app = super::api::routes(host)
