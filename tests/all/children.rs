@@ -336,6 +336,13 @@ fn a_host_that_is_not_root_isolates_its_commands_too() {
     let look = "grep -l \"$0\" /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null; echo ppid=$PPID";
     // The control: an ordinary process of the same user is readable.
     let mut sleeper = nobody("/bin/sleep").arg("30").spawn().unwrap();
+    // Until `setpriv` has dropped to `nobody` and become `sleep`, its /proc files are
+    // root's: wait for that before looking (under load it can take a while).
+    let cmdline = format!("/proc/{}/cmdline", sleeper.id());
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !std::fs::read(&cmdline).is_ok_and(|c| c.starts_with(b"/bin/sleep\0")) && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     let out = nobody("/bin/sh").args(["-c", look, &marker]).output().unwrap();
     let seen = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(seen.contains(&format!("/proc/{}/environ", sleeper.id())), "control: {seen}");
