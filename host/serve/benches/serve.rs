@@ -3,7 +3,9 @@
 //!
 //! - `tools/call` round trip reading a 1 KB file, p50 and p99, over stdio and over HTTP,
 //!   against `@modelcontextprotocol/server-filesystem`'s `read_text_file` over stdio;
-//! - throughput over HTTP with 64 concurrent sessions calling `think`;
+//! - the same over HTTP in the stateless revision (2026-07-28), whose plain answers are
+//!   one JSON body rather than an event stream;
+//! - throughput over HTTP with 64 concurrent clients calling `think`, in both revisions;
 //! - the server's RSS with 1,000 idle HTTP sessions open.
 //!
 //! Run: `cargo bench --bench all -- serve` (add `--quick` for fewer calls). The reference
@@ -19,7 +21,8 @@ use std::time::{Duration, Instant};
 
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::model::ProtocolVersion;
+use rmcp::service::{ClientLifecycleMode, RoleClient, RunningService, serve_client_with_lifecycle};
 use rmcp::transport::TokioChildProcess;
 use rmcp::transport::streamable_http_client::{StreamableHttpClientTransport, StreamableHttpClientTransportConfig};
 use tokio::io::AsyncBufReadExt;
@@ -57,15 +60,61 @@ async fn timed(client: &Client, tool: &str, args: serde_json::Value, n: usize) -
     out
 }
 
+/// An HTTP client in the handshake revision (a session, every answer an event stream).
 async fn http_client(url: &str, token: &str) -> Client {
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token.to_string());
     ().serve(StreamableHttpClientTransport::from_config(config)).await.expect("the HTTP session starts")
+}
+
+/// An HTTP client in the stateless revision (2026-07-28): no session, each call a
+/// self-contained request, a plain answer one JSON body.
+async fn stateless_client(url: &str, token: &str) -> Client {
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token.to_string());
+    let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+    serve_client_with_lifecycle((), StreamableHttpClientTransport::from_config(config), lifecycle)
+        .await
+        .expect("the stateless client discovers the server")
+}
+
+/// `think` as fast as `clients` can call it for `seconds`: calls per second.
+async fn think_rate(clients: Vec<Client>, seconds: u64) -> f64 {
+    let clients: Vec<Arc<Client>> = clients.into_iter().map(Arc::new).collect();
+    let done = Arc::new(AtomicU64::new(0));
+    let until = Instant::now() + Duration::from_secs(seconds);
+    let mut tasks = Vec::new();
+    for c in &clients {
+        let (c, done) = (c.clone(), done.clone());
+        tasks.push(tokio::spawn(async move {
+            let p = CallToolRequestParams::new("think")
+                .with_arguments(serde_json::json!({"thought": "x"}).as_object().cloned().unwrap());
+            while Instant::now() < until {
+                if c.call_tool(p.clone()).await.is_ok() {
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    done.load(Ordering::Relaxed) as f64 / seconds as f64
 }
 
 fn report(name: &str, v: Vec<Duration>) -> Duration {
     let (a, b) = (p50(v.clone()), p99(v));
     println!("{name}: p50 {:.3} ms, p99 {:.3} ms", ms(a), ms(b));
     a
+}
+
+/// CPU time (user + system) a process has used so far, in seconds.
+fn cpu_s(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command's name (which ends at the last ')'): utime is the 12th.
+    let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (ticks(11) + ticks(12)) / hz
 }
 
 fn rss_kb(pid: u32) -> u64 {
@@ -138,6 +187,11 @@ pub async fn main() {
     let http = http_client(&url, &token).await;
     timed(&http, "read_file", read.clone(), 50).await;
     let ours_http = report("cheng serve (HTTP) read_file 1 KB", timed(&http, "read_file", read.clone(), n).await);
+    let plain = stateless_client(&url, &token).await;
+    timed(&plain, "read_file", read.clone(), 50).await;
+    let ours_plain =
+        report("cheng serve (HTTP, 2026-07-28) read_file 1 KB", timed(&plain, "read_file", read.clone(), n).await);
+    let _ = plain.cancel().await;
 
     // The reference server, same client, same file.
     let reference =
@@ -151,43 +205,40 @@ pub async fn main() {
         let base =
             report("server-filesystem (stdio) read_text_file 1 KB", timed(&theirs, "read_text_file", file, n).await);
         println!(
-            "ratio to the reference: stdio {:.2}x, HTTP {:.2}x (goal <= 0.3x)",
+            "ratio to the reference: stdio {:.2}x (goal <= 0.3x), HTTP {:.2}x, HTTP 2026-07-28 {:.2}x (goal <= 0.6x)",
             ours_stdio.as_secs_f64() / base.as_secs_f64(),
-            ours_http.as_secs_f64() / base.as_secs_f64()
+            ours_http.as_secs_f64() / base.as_secs_f64(),
+            ours_plain.as_secs_f64() / base.as_secs_f64()
         );
         let _ = theirs.cancel().await;
     } else {
         println!("reference server not installed ({}): comparison left out", reference.display());
     }
 
-    // Throughput: 64 sessions calling `think` as fast as they can.
+    // Throughput: 64 clients calling `think` as fast as they can, in each revision.
     let sessions = 64;
     let seconds = if quick { 3 } else { 10 };
     let mut clients = Vec::new();
     for _ in 0..sessions {
-        clients.push(Arc::new(http_client(&url, &token).await));
+        clients.push(http_client(&url, &token).await);
     }
-    let done = Arc::new(AtomicU64::new(0));
-    let until = Instant::now() + Duration::from_secs(seconds);
-    let mut tasks = Vec::new();
-    for c in &clients {
-        let (c, done) = (c.clone(), done.clone());
-        tasks.push(tokio::spawn(async move {
-            let p = CallToolRequestParams::new("think")
-                .with_arguments(serde_json::json!({"thought": "x"}).as_object().cloned().unwrap());
-            while Instant::now() < until {
-                if c.call_tool(p.clone()).await.is_ok() {
-                    done.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        }));
+    let pid = server.id().unwrap().to_string();
+    let (server_cpu, client_cpu) = (cpu_s(&pid), cpu_s("self"));
+    let rate = think_rate(clients, seconds).await;
+    println!("think over HTTP, {sessions} sessions: {rate:.0} calls/s (goal >= 8000)");
+    // Where the two cores went: the server's CPU per call, and the client's (this process).
+    let calls = rate * seconds as f64;
+    println!(
+        "  CPU per call: server {:.0} us, client {:.0} us",
+        (cpu_s(&pid) - server_cpu) / calls * 1e6,
+        (cpu_s("self") - client_cpu) / calls * 1e6
+    );
+    let mut clients = Vec::new();
+    for _ in 0..sessions {
+        clients.push(stateless_client(&url, &token).await);
     }
-    for t in tasks {
-        let _ = t.await;
-    }
-    let total = done.load(Ordering::Relaxed);
-    println!("think over HTTP, {sessions} sessions: {:.0} calls/s (goal >= 8000)", total as f64 / seconds as f64);
-    drop(clients);
+    let rate = think_rate(clients, seconds).await;
+    println!("think over HTTP 2026-07-28, {sessions} clients: {rate:.0} calls/s (goal >= 8000)");
 
     // RSS with 1,000 idle sessions.
     let pid = server.id().unwrap();
