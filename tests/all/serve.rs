@@ -323,6 +323,11 @@ fn approvals_can_be_answered_through_the_client() {
     assert_eq!(decisions, ["approved", "declined"]);
 }
 
+/// The value of the header `name` in a raw HTTP response's text.
+fn header<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    text.lines().find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim()))
+}
+
 /// One raw HTTP request: the status code and the body.
 fn raw(addr: &str, head: &str, body: &[u8]) -> (u16, String) {
     let mut s = TcpStream::connect(addr).unwrap();
@@ -391,13 +396,7 @@ fn the_http_gate_refuses_before_anything_runs() {
     assert!(text.contains("\"protocolVersion\""), "{text}");
     // The session belongs to the token that opened it: another agent's token cannot use
     // its id (404), the owner can.
-    let sid = text
-        .lines()
-        .find_map(|l| {
-            l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id")).map(|(_, v)| v.trim())
-        })
-        .expect("a session id")
-        .to_string();
+    let sid = header(&text, "mcp-session-id").expect("a session id").to_string();
     let other = s.token(Some("developer"), "other-agent");
     let note = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
     let in_session = |auth: &str| {
@@ -590,17 +589,9 @@ fn a_plain_stateless_call_is_answered_in_json() {
             "params": {"name": tool, "arguments": args, "_meta": meta}});
         raw(&addr, &head, body.to_string().as_bytes())
     };
-    let content_type = |text: &str| {
-        text.lines()
-            .find_map(|l| {
-                l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("content-type")).map(|(_, v)| v.trim())
-            })
-            .unwrap_or_default()
-            .to_string()
-    };
     let (code, text) = call("read_file", serde_json::json!({"path": "plain.txt"}), None);
     assert_eq!(code, 200, "{text}");
-    assert_eq!(content_type(&text), "application/json", "{text}");
+    assert_eq!(header(&text, "content-type"), Some("application/json"), "{text}");
     let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or_default();
     let answer: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("one JSON body ({e}): {text}"));
     assert_eq!(answer["id"], 7, "{answer}");
@@ -609,7 +600,7 @@ fn a_plain_stateless_call_is_answered_in_json() {
     // is a stream holding that notice and then the result.
     let (code, text) = call("workspace_shell", serde_json::json!({"command": "sleep", "args": ["1"]}), Some("p1"));
     assert_eq!(code, 200, "{text}");
-    assert_eq!(content_type(&text), "text/event-stream", "{text}");
+    assert_eq!(header(&text, "content-type"), Some("text/event-stream"), "{text}");
     let progress = text.find("notifications/progress").unwrap_or_else(|| panic!("progress first: {text}"));
     let result = text.find("\"structuredContent\"").unwrap_or_else(|| panic!("then the result: {text}"));
     assert!(progress < result, "{text}");

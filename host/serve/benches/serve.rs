@@ -222,15 +222,15 @@ pub async fn main() {
     for _ in 0..sessions {
         clients.push(http_client(&url, &token).await);
     }
-    let pid = server.id().unwrap().to_string();
-    let (server_cpu, client_cpu) = (cpu_s(&pid), cpu_s("self"));
+    let pid = server.id().unwrap();
+    let (server_cpu, client_cpu) = (cpu_s(&pid.to_string()), cpu_s("self"));
     let rate = think_rate(clients, seconds).await;
     println!("think over HTTP, {sessions} sessions: {rate:.0} calls/s (goal >= 8000)");
     // Where the two cores went: the server's CPU per call, and the client's (this process).
     let calls = rate * seconds as f64;
     println!(
         "  CPU per call: server {:.0} us, client {:.0} us",
-        (cpu_s(&pid) - server_cpu) / calls * 1e6,
+        (cpu_s(&pid.to_string()) - server_cpu) / calls * 1e6,
         (cpu_s("self") - client_cpu) / calls * 1e6
     );
     let mut clients = Vec::new();
@@ -241,7 +241,6 @@ pub async fn main() {
     println!("think over HTTP 2026-07-28, {sessions} clients: {rate:.0} calls/s (goal >= 8000)");
 
     // RSS with 1,000 idle sessions.
-    let pid = server.id().unwrap();
     let before = rss_kb(pid);
     let mut idle = Vec::new();
     for _ in 0..1000 {

@@ -14,14 +14,14 @@ use clap::Parser;
 
 mod cli;
 
+use cli::args::{Cli, Command};
+use cli::{EXIT_ERROR, EXIT_USAGE, UsageError};
+
 /// The binary's allocator. The library crates leave the choice to whoever links them; the
 /// server makes and frees many short-lived buffers per call (a MiB-sized answer is mapped
 /// and unmapped by the C library's allocator each time), which mimalloc keeps and reuses.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-use cli::args::{Cli, Command};
-use cli::{EXIT_ERROR, EXIT_USAGE, UsageError};
 
 fn main() -> ExitCode {
     // Guest-visible errors are ordinary results: never capture a host backtrace for them,

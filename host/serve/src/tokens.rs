@@ -142,11 +142,14 @@ impl TokenStore {
 
     /// The file's tokens, parsed again only when the file changed since the last time.
     fn current(&self) -> Result<Arc<Vec<Stored>>, TokenError> {
-        let io = |source| TokenError::Io { path: self.path.display().to_string(), source };
+        // No file (yet, or any more) is no tokens.
+        let absent = |e: std::io::Error| match e.kind() {
+            std::io::ErrorKind::NotFound => Ok(Arc::default()),
+            _ => Err(TokenError::Io { path: self.path.display().to_string(), source: e }),
+        };
         let identity = match std::fs::metadata(&self.path) {
             Ok(m) => Identity::of(&m),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Arc::default()),
-            Err(source) => return Err(io(source)),
+            Err(e) => return absent(e),
         };
         let mut parsed = self.parsed.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(p) = parsed.as_ref().filter(|p| p.identity == identity) {
@@ -156,8 +159,7 @@ impl TokenStore {
         // and a later one has another identity, so it is read again next time.
         let bytes = match std::fs::read(&self.path) {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Arc::default()),
-            Err(source) => return Err(io(source)),
+            Err(e) => return absent(e),
         };
         let list: Arc<Vec<Stored>> = Arc::new(
             serde_json::from_slice(&bytes)
