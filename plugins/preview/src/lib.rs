@@ -3,9 +3,9 @@
 //! - `markdown`: Markdown (tables, task lists, footnotes, strikethrough) to HTML with
 //!   pulldown-cmark, then sanitized with ammonia: no scripts, no event handlers, no
 //!   `javascript:` or other unsafe URL schemes, raw HTML reduced to an allow-list.
-//! - `html`: an HTML document to a text summary (title, headings, links, text), parsed
-//!   with html5ever through scraper; scripts, styles and templates dropped, entities
-//!   decoded.
+//! - `html`: an HTML document to a text summary (title, headings, links, text), read in
+//!   one pass by the `cheng-html` crate (the standard's tokenizer, no tree); scripts,
+//!   styles and templates dropped, entities decoded.
 //! - `artifact_summary`: metadata for any file — size, kind sniffed from its first
 //!   bytes, line count for text, image dimensions (PNG, JPEG, GIF, WebP, SVG), PDF page
 //!   count (files up to 32 MiB), SHA-256.
