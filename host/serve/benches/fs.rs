@@ -110,6 +110,18 @@ pub async fn main() {
             json!({"pattern": r"needle_\w+ here", "max_matches": 2000}),
             vec!["-j1", "--no-ignore-global", "-n", r"needle_\w+ here"],
         ),
+        // Where search's time goes: the walk alone (a glob no file matches, so nothing
+        // is read), then the walk, the reads and a scan that finds nothing.
+        (
+            "search_files, walk only (no file matches the glob) vs rg --files -j1",
+            json!({"pattern": "needle_literal", "literal": true, "glob": "*.none"}),
+            vec!["--files", "-j1", "--no-ignore-global"],
+        ),
+        (
+            "search_files literal, no match vs rg -j1 -F",
+            json!({"pattern": "no_such_text_anywhere", "literal": true}),
+            vec!["-j1", "--no-ignore-global", "-n", "-F", "no_such_text_anywhere"],
+        ),
     ] {
         let (mut ours, mut theirs) = (Vec::new(), Vec::new());
         for _ in 0..rounds {

@@ -165,27 +165,21 @@ impl Guard {
     /// Read the whole file at `path` (as a model sent it), refusing files larger than
     /// `max` bytes. Opened beneath the root like [`Guard::open`], for reading.
     pub fn read(&self, path: &str, max: u64) -> Result<Vec<u8>, ReadError> {
-        use std::os::unix::fs::OpenOptionsExt as _;
         let opened = self.open(path)?;
         // Judge the file by its handle before opening it for reading: a FIFO would block
-        // the open, a device could never end.
+        // the open, a device could never end (or act on being opened).
         let st = rustix::fs::fstat(&opened.fd).map_err(|e| ReadError::Io(format!("cannot inspect \"{path}\": {e}")))?;
         match rustix::fs::FileType::from_raw_mode(st.st_mode) {
             rustix::fs::FileType::RegularFile => {}
             rustix::fs::FileType::Directory => return Err(ReadError::IsDir(path.to_string())),
             other => return Err(ReadError::NotRegular(path.to_string(), file_type_name(other))),
         }
-        let by_fd = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&opened.fd));
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-            .open(&by_fd)
-            .map_err(|e| ReadError::Io(format!("cannot open \"{path}\": {e}")))?;
-        let meta = file.metadata().map_err(|e| ReadError::Io(format!("cannot inspect \"{path}\": {e}")))?;
-        if meta.len() > max {
-            return Err(ReadError::TooLarge { path: path.to_string(), size: meta.len(), max });
+        let (file, size) =
+            self.open_for_reading(&opened, &st).map_err(|e| ReadError::Io(format!("cannot open \"{path}\": {e}")))?;
+        if size > max {
+            return Err(ReadError::TooLarge { path: path.to_string(), size, max });
         }
-        let mut data = Vec::with_capacity(meta.len() as usize);
+        let mut data = Vec::with_capacity(size as usize);
         std::io::Read::read_to_end(&mut (&file).take(max + 1), &mut data)
             .map_err(|e| ReadError::Io(format!("cannot read \"{path}\": {e}")))?;
         if data.len() as u64 > max {
@@ -194,28 +188,56 @@ impl Guard {
         Ok(data)
     }
 
+    /// Open the regular file behind `opened` (whose `fstat` is `st`) for reading; its size
+    /// as the open file has it.
+    ///
+    /// Its path is resolved again by the same rules, now for reading (non-blocking, never a
+    /// controlling terminal), and kept only if it is the same file: the kernel's path
+    /// lookup costs about half what reopening the handle through `/proc/self/fd` does (a
+    /// lookup through procfs per file, measured in BENCHMARKS.md). If the path now names
+    /// something else (swapped since it was judged), or `openat2` is missing, the handle
+    /// itself is reopened through `/proc/self/fd`, which can only be the file judged.
+    fn open_for_reading(&self, opened: &Opened, st: &rustix::fs::Stat) -> std::io::Result<(std::fs::File, u64)> {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        #[cfg(target_os = "linux")]
+        if let Ok(fd) = self.openat2_beneath(&opened.rel, OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY) {
+            let again = rustix::fs::fstat(&fd)?;
+            if (again.st_dev, again.st_ino) == (st.st_dev, st.st_ino) {
+                return Ok((std::fs::File::from(fd), again.st_size as u64));
+            }
+        }
+        let by_fd = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&opened.fd));
+        let file =
+            std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(&by_fd)?;
+        let size = file.metadata()?.len();
+        Ok((file, size))
+    }
+
+    /// `openat2` of `rel` beneath the root with the guard's resolve flags (no symlink, no
+    /// magic link, no mount point, nothing above the root), retried when a rename raced it.
+    #[cfg(target_os = "linux")]
+    fn openat2_beneath(&self, rel: &str, flags: OFlags) -> Result<OwnedFd, Errno> {
+        use rustix::fs::ResolveFlags;
+        let resolve =
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_XDEV | ResolveFlags::NO_MAGICLINKS;
+        for _ in 0..8 {
+            match rustix::fs::openat2(self.root_fd.as_fd(), rel, flags | OFlags::CLOEXEC, Mode::empty(), resolve) {
+                // The kernel asks for a retry when a rename raced the lookup.
+                Err(Errno::AGAIN) => continue,
+                other => return other,
+            }
+        }
+        Err(Errno::AGAIN)
+    }
+
     /// Resolve `rel` (already through the lexical rules) beneath the root.
     fn open_beneath(&self, rel: &str) -> Result<OwnedFd, Errno> {
         #[cfg(target_os = "linux")]
         {
-            use rustix::fs::ResolveFlags;
-            let flags =
-                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_XDEV | ResolveFlags::NO_MAGICLINKS;
-            for _ in 0..8 {
-                match rustix::fs::openat2(
-                    self.root_fd.as_fd(),
-                    rel,
-                    OFlags::PATH | OFlags::CLOEXEC,
-                    Mode::empty(),
-                    flags,
-                ) {
-                    // The kernel asks for a retry when a rename raced the lookup.
-                    Err(Errno::AGAIN) => continue,
-                    Err(Errno::NOSYS) => return walk_beneath(self.root_fd.as_fd(), rel),
-                    other => return other,
-                }
+            match self.openat2_beneath(rel, OFlags::PATH) {
+                Err(Errno::NOSYS) => walk_beneath(self.root_fd.as_fd(), rel),
+                other => other,
             }
-            Err(Errno::AGAIN)
         }
         #[cfg(not(target_os = "linux"))]
         {

@@ -268,3 +268,30 @@ fn property_guard_agrees_with_the_kernel() {
         disagreements[..disagreements.len().min(20)].join("\n")
     );
 }
+
+#[test]
+fn a_read_gets_the_file_judged_even_when_its_path_was_swapped() {
+    let t = TempTree::new("swap");
+    std::fs::write(t.path().join("judged.txt"), "the file that was judged").unwrap();
+    std::fs::write(t.path().join("other.txt"), "another file").unwrap();
+    let g = Guard::new(t.path()).unwrap();
+    // Positive control: the path names the judged file, and the fast reopen reads it.
+    let opened = g.open("judged.txt").unwrap();
+    let st = rustix::fs::fstat(&opened.fd).unwrap();
+    let (file, size) = g.open_for_reading(&opened, &st).unwrap();
+    assert_eq!(size, 24);
+    assert_eq!(std::io::read_to_string(file).unwrap(), "the file that was judged");
+    // The path now names another file (as if renamed over it after the check): what is
+    // read is still the file behind the handle that was judged.
+    let swapped = Opened { fd: opened.fd, rel: "other.txt".into() };
+    let (file, size) = g.open_for_reading(&swapped, &st).unwrap();
+    assert_eq!(size, 24);
+    assert_eq!(std::io::read_to_string(file).unwrap(), "the file that was judged");
+    // A FIFO renamed in under the path is opened without blocking and never read.
+    assert!(std::process::Command::new("mkfifo").arg(t.path().join("fifo")).status().unwrap().success());
+    let swapped = Opened { fd: g.open("judged.txt").unwrap().fd, rel: "fifo".into() };
+    let (file, _) = g.open_for_reading(&swapped, &st).unwrap();
+    assert_eq!(std::io::read_to_string(file).unwrap(), "the file that was judged");
+    // And `read` refuses the FIFO itself by its handle, before any open for reading.
+    assert!(matches!(g.read("fifo", 100), Err(ReadError::NotRegular(..))));
+}
