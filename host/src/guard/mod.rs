@@ -193,10 +193,12 @@ impl Guard {
     ///
     /// Its path is resolved again by the same rules, now for reading (non-blocking, never a
     /// controlling terminal), and kept only if it is the same file: the kernel's path
-    /// lookup costs about half what reopening the handle through `/proc/self/fd` does (a
-    /// lookup through procfs per file, measured in BENCHMARKS.md). If the path now names
-    /// something else (swapped since it was judged), or `openat2` is missing, the handle
-    /// itself is reopened through `/proc/self/fd`, which can only be the file judged.
+    /// lookup costs less than reopening the handle through `/proc/self/fd` (a lookup
+    /// through procfs per file; see "search_files: the guard's read path" in
+    /// BENCHMARKS.md). If the path now names something else (swapped since it was
+    /// judged), or `openat2` is missing, the handle itself is reopened through
+    /// `/proc/self/fd`, which can only be the file judged.
+    #[cfg_attr(not(target_os = "linux"), allow(unused_variables))]
     fn open_for_reading(&self, opened: &Opened, st: &rustix::fs::Stat) -> std::io::Result<(std::fs::File, u64)> {
         use std::os::unix::fs::OpenOptionsExt as _;
         #[cfg(target_os = "linux")]

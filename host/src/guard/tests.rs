@@ -275,7 +275,7 @@ fn a_read_gets_the_file_judged_even_when_its_path_was_swapped() {
     std::fs::write(t.path().join("judged.txt"), "the file that was judged").unwrap();
     std::fs::write(t.path().join("other.txt"), "another file").unwrap();
     let g = Guard::new(t.path()).unwrap();
-    // Positive control: the path names the judged file, and the fast reopen reads it.
+    // Positive control: the path still names the judged file.
     let opened = g.open("judged.txt").unwrap();
     let st = rustix::fs::fstat(&opened.fd).unwrap();
     let (file, size) = g.open_for_reading(&opened, &st).unwrap();
