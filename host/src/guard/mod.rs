@@ -26,7 +26,6 @@
 //! # std::fs::remove_dir_all(&dir).unwrap();
 //! ```
 
-use std::io::Read as _;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
@@ -179,9 +178,7 @@ impl Guard {
         if size > max {
             return Err(ReadError::TooLarge { path: path.to_string(), size, max });
         }
-        let mut data = Vec::with_capacity(size as usize);
-        std::io::Read::read_to_end(&mut (&file).take(max + 1), &mut data)
-            .map_err(|e| ReadError::Io(format!("cannot read \"{path}\": {e}")))?;
+        let data = read_sized(&file, size, max).map_err(|e| ReadError::Io(format!("cannot read \"{path}\": {e}")))?;
         if data.len() as u64 > max {
             return Err(ReadError::TooLarge { path: path.to_string(), size: data.len() as u64, max });
         }
@@ -291,6 +288,30 @@ impl Guard {
         }
         None
     }
+}
+
+/// Read `file`, whose size was `size` (at most `max`) when it was opened, stopping past
+/// `max` bytes. A file still that size takes one `read`: it is asked for one byte more
+/// than the size, and a short answer at exactly the size is its end, where
+/// `read_to_end` always needs a second `read` to see the end (one system call per file
+/// that search pays thousands of times). A file that grew is read on until its end or
+/// past `max`.
+fn read_sized(file: &std::fs::File, size: u64, max: u64) -> std::io::Result<Vec<u8>> {
+    let mut data = Vec::with_capacity(size as usize + 1);
+    while data.len() as u64 <= max {
+        if data.len() == data.capacity() {
+            let more = (max + 1 - data.len() as u64).min(data.len().max(8 << 10) as u64);
+            data.reserve_exact(more as usize);
+        }
+        let asked = data.capacity() - data.len();
+        match rustix::io::read(file, rustix::buffer::spare_capacity(&mut data)) {
+            Ok(0) => break,
+            Ok(n) if n < asked && data.len() as u64 == size => break,
+            Ok(_) | Err(Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(data)
 }
 
 /// A file type's name, for messages.

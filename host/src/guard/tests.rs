@@ -295,3 +295,47 @@ fn a_read_gets_the_file_judged_even_when_its_path_was_swapped() {
     // And `read` refuses the FIFO itself by its handle, before any open for reading.
     assert!(matches!(g.read("fifo", 100), Err(ReadError::NotRegular(..))));
 }
+
+#[test]
+fn a_sized_read_gets_the_whole_file_whatever_size_it_was_told() {
+    let t = TempTree::new("sized");
+    let text: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(t.path().join("f"), &text).unwrap();
+    let open = || std::fs::File::open(t.path().join("f")).unwrap();
+    // The size it has (one read), sizes it had before growing or shrinking, none.
+    for told in [100_000, 99_999, 1, 0, 150_000, 4096, 8192] {
+        assert_eq!(read_sized(&open(), told, 1 << 20).unwrap(), text, "told {told}");
+    }
+    // Past `max`: more than `max` bytes come back (the caller refuses them), never
+    // the whole of a larger file.
+    for (told, max) in [(10, 50_000), (0, 0), (100_000, 99_999)] {
+        let got = read_sized(&open(), told, max).unwrap();
+        assert!(got.len() as u64 > max && got.len() <= 100_000, "told {told} max {max}: {}", got.len());
+        assert_eq!(got[..], text[..got.len()]);
+    }
+    // Empty file.
+    std::fs::write(t.path().join("e"), b"").unwrap();
+    assert!(read_sized(&std::fs::File::open(t.path().join("e")).unwrap(), 0, 10).unwrap().is_empty());
+    // Through the guard: exact limit, one byte under it.
+    let g = Guard::new(t.path()).unwrap();
+    assert_eq!(g.read("f", 100_000).unwrap(), text);
+    assert!(matches!(g.read("f", 99_999), Err(ReadError::TooLarge { size: 100_000, .. })));
+}
+
+#[test]
+fn listing_a_file_or_a_symlinked_directory_is_refused_by_name() {
+    let t = TempTree::new("listing");
+    std::fs::create_dir(t.path().join("d")).unwrap();
+    std::fs::write(t.path().join("d/x"), "x").unwrap();
+    std::os::unix::fs::symlink("d", t.path().join("link")).unwrap();
+    let g = Guard::new(t.path()).unwrap();
+    // Positive control: the directory itself, and the root.
+    let names: Vec<String> = g.read_dir("d", true).unwrap().into_iter().map(|e| e.name).collect();
+    assert_eq!(names, ["x"]);
+    assert_eq!(g.read_dir("d", true).unwrap()[0].size, 1);
+    assert!(g.read_dir(".", false).unwrap().iter().any(|e| e.name == "link"));
+    assert!(matches!(g.read_dir("d/x", false), Err(WriteError::Invalid(m)) if m.contains("not a directory")));
+    assert!(matches!(g.read_dir("link", false), Err(WriteError::Guard(GuardError::Symlink { .. }))));
+    assert!(matches!(g.read_dir("nope", false), Err(WriteError::Guard(GuardError::NotFound { .. }))));
+    assert!(matches!(g.read_dir("../", false), Err(WriteError::Guard(GuardError::Lexical { .. }))));
+}

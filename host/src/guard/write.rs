@@ -221,6 +221,25 @@ impl Guard {
         Ok(self.list(path, |_| true)?.into_iter().filter_map(|(e, st)| Some((e, st?))).collect())
     }
 
+    /// Open the directory at `path` for listing. On Linux one `openat2` beneath the root
+    /// opens it for reading directly (a directory has no driver to act on the open);
+    /// anything that fails that way (not a directory, a symlink, no `openat2`) goes the
+    /// general way — resolved as [`Guard::open`] does, then opened — for its exact error.
+    fn open_dir(&self, path: &str) -> Result<OwnedFd, WriteError> {
+        #[cfg(target_os = "linux")]
+        if let Ok(rel) = lexical(path, &self.root_str)
+            && let Ok(fd) = self.openat2_beneath(rel.as_str(), OFlags::RDONLY | OFlags::DIRECTORY)
+        {
+            return Ok(fd);
+        }
+        let opened = self.open(path)?;
+        rustix::fs::openat(&opened.fd, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| match e {
+                Errno::NOTDIR => WriteError::Invalid(format!("\"{path}\" is not a directory")),
+                e => io("open the directory", path, e),
+            })
+    }
+
     /// The listing both of the above share: an entry is `lstat`ed when `want_stat`
     /// says so for its kind from the listing (`Unknown` when the filesystem does not
     /// give kinds); entries that vanish between the listing and the stat are skipped.
@@ -229,16 +248,10 @@ impl Guard {
         path: &str,
         want_stat: impl Fn(rustix::fs::FileType) -> bool,
     ) -> Result<Vec<(DirEntry, Option<rustix::fs::Stat>)>, WriteError> {
-        let opened = self.open(path)?;
-        let dir =
-            rustix::fs::openat(&opened.fd, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-                .map_err(|e| match e {
-                    Errno::NOTDIR => WriteError::Invalid(format!("\"{path}\" is not a directory")),
-                    e => io("open the directory", path, e),
-                })?;
+        // The listing owns the handle (`Dir::read_from` would open it once more).
+        let mut dir = rustix::fs::Dir::new(self.open_dir(path)?).map_err(|e| io("list", path, e))?;
         let mut entries = Vec::new();
-        let iter = rustix::fs::Dir::read_from(&dir).map_err(|e| io("list", path, e))?;
-        for ent in iter {
+        while let Some(ent) = dir.read() {
             let ent = ent.map_err(|e| io("list", path, e))?;
             let raw = ent.file_name().to_bytes();
             if raw == b"." || raw == b".." {
@@ -249,7 +262,8 @@ impl Guard {
             let mut stat = None;
             let mut size = 0;
             if want_stat(ft) {
-                match rustix::fs::statat(&dir, ent.file_name(), AtFlags::SYMLINK_NOFOLLOW) {
+                let fd = dir.fd().map_err(|e| io("list", path, e))?;
+                match rustix::fs::statat(fd, ent.file_name(), AtFlags::SYMLINK_NOFOLLOW) {
                     Ok(st) => {
                         ft = rustix::fs::FileType::from_raw_mode(st.st_mode);
                         size = st.st_size as u64;
