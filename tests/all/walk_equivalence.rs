@@ -16,7 +16,9 @@ fn tree() -> tempfile::TempDir {
     };
     std::fs::create_dir_all(p.join(".git/info")).unwrap();
     w(".git/HEAD", "ref: refs/heads/main\n");
-    w(".git/info/exclude", "*.secret\n");
+    // Anchored rules are relative to the directory they apply to: the repository's
+    // root for `.git/info/exclude`, the file's own directory for a `.gitignore`.
+    w(".git/info/exclude", "*.secret\n/src/m09/f2.rs\n");
     w(".gitignore", "*.log\nbuild/\n!keep.log\n/rootonly.txt\n");
     w(".ignore", "vendor/\n");
     w("rootonly.txt", "needle\n");
@@ -36,6 +38,7 @@ fn tree() -> tempfile::TempDir {
     // Deeper rules override shallower ones.
     w("src/m03/.gitignore", "*.rs\n!f1.rs\n");
     w("src/m05/.ignore", "sub/\n");
+    w("src/m04/.gitignore", "/f3.rs\nsub/rootonly.txt\n");
     w("src/m07/notes.log", "needle\n");
     ws
 }

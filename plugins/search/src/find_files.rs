@@ -73,7 +73,7 @@ impl Tool for FindFiles {
         let mut paths = Vec::new();
         let mut truncated = false;
         walk_files(cx, &base.rel, &opts, &mut out.skipped, &mut |f| {
-            if !glob.is_match(&f.under_base) {
+            if !glob.is_match(f.under_base()) {
                 return true;
             }
             if paths.len() >= cap {

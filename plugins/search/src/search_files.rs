@@ -217,7 +217,7 @@ impl Tool for SearchFiles {
                 sizes: true,
             };
             walk_files(cx, &base.rel, &opts, &mut skipped, &mut |f| {
-                if glob.as_ref().is_none_or(|g| g.is_match(&f.under_base)) {
+                if glob.as_ref().is_none_or(|g| g.is_match(f.under_base())) {
                     todo.push((f.rel, f.size));
                 }
                 true
