@@ -129,6 +129,35 @@ async fn search_files_regex_literal_context_and_caps() {
     let r = call(&h, ws.path(), "search_files", json!({"pattern": "42", "max_file_bytes": 1000})).await;
     assert_eq!(r.output["files_skipped_large"], 1);
     assert!(!r.output.to_string().contains("bin.dat"), "{}", r.output);
+    // Files on both sides of what one batch reads of each file (64 KiB), in path order;
+    // what is over max_file_bytes (1 MiB by default) is skipped and counted.
+    let sz = ws.path().join("sz");
+    std::fs::create_dir(&sz).unwrap();
+    std::fs::write(sz.join("a.txt"), "zz_boundary\n").unwrap();
+    std::fs::write(sz.join("b.txt"), "x\n".repeat(100_000) + "zz_boundary\n").unwrap();
+    std::fs::write(sz.join("c.txt"), "zz_boundary\n").unwrap();
+    std::fs::write(sz.join("d.txt"), "x\n".repeat(600_000) + "zz_boundary\n").unwrap();
+    let r = call(&h, ws.path(), "search_files", json!({"pattern": "zz_boundary", "path": "sz"})).await;
+    let hits: Vec<(&str, u64)> = r.output["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["path"].as_str().unwrap(), m["line"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(hits, [("sz/a.txt", 1), ("sz/b.txt", 100_001), ("sz/c.txt", 1)], "{}", r.output);
+    assert_eq!((r.output["files_searched"].as_u64(), r.output["files_skipped_large"].as_u64()), (Some(3), Some(1)));
+    let r = call(
+        &h,
+        ws.path(),
+        "search_files",
+        json!({"pattern": "zz_boundary", "path": "sz", "max_file_bytes": 2_000_000}),
+    )
+    .await;
+    assert_eq!(r.output["matches"].as_array().unwrap().len(), 4, "{}", r.output);
+    let r =
+        call(&h, ws.path(), "search_files", json!({"pattern": "zz_boundary", "path": "sz", "max_file_bytes": 100_000}))
+            .await;
+    assert_eq!(r.output["files_skipped_large"], 2, "{}", r.output);
     // An invalid regex says how to search for it literally.
     let r = call(&h, ws.path(), "search_files", json!({"pattern": "fn main("})).await;
     assert_eq!(r.error_kind, Some(ErrorKind::InvalidArgument));

@@ -23,8 +23,12 @@ pub struct SearchFiles;
 
 /// Files read per host call.
 const BATCH_FILES: usize = 256;
-/// Bytes read per host call (a batch holds at least one file).
-const BATCH_BYTES: u64 = 8 << 20;
+/// The most of each file a batch reads: a batch holds at most `BATCH_FILES` times this
+/// (16 MiB). A file larger than this (and no larger than `max_file_bytes`) is read on
+/// its own when the search reaches it. The walk asks no sizes (a `stat` per file in the
+/// host, ~4% of a search of many small files): the host's read refuses what is too large
+/// before reading it.
+const BATCH_FILE_BYTES: u64 = 64 << 10;
 
 fn default_matches() -> u32 {
     SEARCH_DEFAULT_MATCHES
@@ -91,7 +95,7 @@ pub struct Output {
     // True when max_matches stopped the search.
     truncated: bool,
     files_searched: u64,
-    // Larger than max_file_bytes.
+    // Larger than max_file_bytes (of the files reached before max_matches stopped the search).
     files_skipped_large: u64,
 }
 
@@ -203,54 +207,65 @@ impl Tool for SearchFiles {
         let mut truncated = false;
         let mut skipped = Vec::new();
         // Gather the files first (one host call per directory), then read them in
-        // batches (one host call per batch) and search the bytes in memory.
-        let mut todo: Vec<(String, u64)> = Vec::new();
+        // batches (one host call per batch) and search the bytes in memory, in path order.
+        let mut todo: Vec<String> = Vec::new();
         if base.path.is_file() {
             // A single file named by `path` is searched whatever its name.
-            let size = std::fs::metadata(&base.path).map(|m| m.len()).unwrap_or(0);
-            todo.push((base.rel.clone(), size));
+            todo.push(base.rel.clone());
         } else {
             let opts = WalkOptions {
                 respect_ignores: input.respect_gitignore,
                 max_depth: usize::MAX,
                 hidden: input.include_hidden,
-                sizes: true,
+                sizes: false,
             };
             walk_files(cx, &base.rel, &opts, &mut skipped, &mut |f| {
                 if glob.as_ref().is_none_or(|g| g.is_match(f.under_base())) {
-                    todo.push((f.rel, f.size));
+                    todo.push(f.rel);
                 }
                 true
             })?;
         }
-        todo.retain(|(_, size)| {
-            let big = *size > input.max_file_bytes;
-            files_skipped_large += u64::from(big);
-            !big
-        });
-        let mut start = 0;
-        'batches: while start < todo.len() {
-            let mut end = start;
-            let mut bytes = 0;
-            while end < todo.len() && end - start < BATCH_FILES && (bytes < BATCH_BYTES || end == start) {
-                bytes += todo[end].1;
-                end += 1;
-            }
-            let names: Vec<String> = todo[start..end].iter().map(|(r, _)| r.clone()).collect();
-            let loaded = cheng_sdk::host::read_files(&names, input.max_file_bytes);
-            for (rel, data) in names.into_iter().zip(loaded) {
-                // A file that vanished or grew past the cap meanwhile is skipped.
-                let Ok(data) = data else { continue };
+        let first_max = input.max_file_bytes.min(BATCH_FILE_BYTES);
+        'batches: for names in todo.chunks(BATCH_FILES) {
+            let loaded = cheng_sdk::host::read_files(names, first_max);
+            for (rel, data) in names.iter().zip(loaded) {
+                let data = match data {
+                    Ok(data) => data,
+                    // Larger than a batch reads: on its own, up to max_file_bytes.
+                    Err(f) if f.kind == ErrorKind::TooLarge && first_max < input.max_file_bytes => {
+                        match cheng_sdk::host::read_files(std::slice::from_ref(rel), input.max_file_bytes).pop() {
+                            Some(Ok(data)) => data,
+                            Some(Err(f)) if f.kind == ErrorKind::TooLarge => {
+                                files_skipped_large += 1;
+                                continue;
+                            }
+                            // Vanished meanwhile, or no longer a file: skipped.
+                            _ => continue,
+                        }
+                    }
+                    Err(f) if f.kind == ErrorKind::TooLarge => {
+                        files_skipped_large += 1;
+                        continue;
+                    }
+                    // A file that vanished meanwhile is skipped.
+                    Err(_) => continue,
+                };
                 files_searched += 1;
-                let mut sink =
-                    Collect { path: rel, matcher: &matcher, out: &mut matches, cap, before: Vec::new(), full: false };
+                let mut sink = Collect {
+                    path: rel.clone(),
+                    matcher: &matcher,
+                    out: &mut matches,
+                    cap,
+                    before: Vec::new(),
+                    full: false,
+                };
                 let _ = searcher.search_slice(&matcher, &data, &mut sink);
                 if sink.full {
                     truncated = true;
                     break 'batches;
                 }
             }
-            start = end;
         }
         let n = matches.len();
         let files: std::collections::BTreeSet<&str> = matches.iter().map(|m| m.path.as_str()).collect();
