@@ -166,6 +166,61 @@ pub async fn main() {
     for (label, a, b) in rows {
         println!("| {label} | {:.2} ms | {:.2} ms | {:.2}x |", ms(a), ms(b), a.as_secs_f64() / b.as_secs_f64());
     }
+    // Whole process: `cheng call` (start, the cached components, the call, its record,
+    // exit) against rg's whole process, on the same tree with the same patterns.
+    let cfg = state.path().join("empty.toml");
+    std::fs::write(&cfg, "").unwrap();
+    let whole_state = tempfile::tempdir().unwrap();
+    let cheng_call = |tool: &str, input: &serde_json::Value| {
+        let out = Command::new(env!("CARGO_BIN_EXE_cheng"))
+            .arg("--config")
+            .arg(&cfg)
+            .arg("--state-dir")
+            .arg(whole_state.path())
+            .arg("--workspace")
+            .arg(ws.path())
+            .args(["--role", "developer", "call", tool, &input.to_string()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    let mut rows = Vec::new();
+    for (label, tool, input, args) in [
+        (
+            "find_files **/* vs rg --files -j1",
+            "find_files",
+            json!({"pattern": "**/*", "max_results": 10000}),
+            vec!["--files", "-j1", "--no-ignore-global"],
+        ),
+        (
+            "search_files literal vs rg -j1 -F",
+            "search_files",
+            json!({"pattern": "needle_literal", "literal": true, "max_matches": 2000}),
+            vec!["-j1", "--no-ignore-global", "-n", "-F", "needle_literal"],
+        ),
+        (
+            "search_files regex vs rg -j1",
+            "search_files",
+            json!({"pattern": r"needle_\w+ here", "max_matches": 2000}),
+            vec!["-j1", "--no-ignore-global", "-n", r"needle_\w+ here"],
+        ),
+    ] {
+        // The first run compiles the components into the state directory.
+        cheng_call(tool, &input);
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        for _ in 0..rounds * 2 {
+            ours.push(timed(|| cheng_call(tool, &input)));
+            theirs.push(timed(|| {
+                rg(&args);
+            }));
+        }
+        rows.push((label, p50(ours), p50(theirs)));
+    }
+    println!("| measure | cheng call (whole process) | rg (whole process) | ratio |");
+    println!("|---|---|---|---|");
+    for (label, a, b) in rows {
+        println!("| {label} | {:.2} ms | {:.2} ms | {:.2}x |", ms(a), ms(b), a.as_secs_f64() / b.as_secs_f64());
+    }
     // Whole-call latency of read_file on a 1 KB file, records on.
     let mut v = Vec::new();
     for _ in 0..(if quick { 2000 } else { 20000 }) {
