@@ -74,6 +74,47 @@ async fn find_files_lists_what_ripgrep_lists() {
     let theirs = rg(ws.path(), &["--files"]);
     assert!(theirs.len() > 90, "{theirs:?}");
     assert_eq!(ours, theirs);
+    // From a directory below the root: the ignore files above it apply too, anchored
+    // rules from their own directories.
+    for base in ["src", "src/m04"] {
+        let r = h.call(&Context::new(ws.path()), "find_files", json!({"pattern": "**/*", "path": base})).await;
+        let ours: Vec<String> =
+            r.output["paths"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_string()).collect();
+        // `.git/info/exclude` names src/m09/f2.rs from the repository's root: an anchored
+        // rule of a parent, which rg does not apply below its search root (see the git
+        // reference below); git, and this walk, ignore the file.
+        let mut theirs = rg(ws.path(), &["--files", base]);
+        theirs.retain(|p| p != "src/m09/f2.rs");
+        assert!(!theirs.iter().any(|p| p == "src/m04/f3.rs"), "{theirs:?}");
+        assert!(theirs.iter().any(|p| p == "src/m04/f4.rs"), "{theirs:?}");
+        assert_eq!(ours, theirs, "under {base}");
+    }
+    // An anchored rule in a parent's ignore file, naming a path below the searched
+    // directory: git ignores the file; rg does not apply such a rule below its search
+    // root, so the git CLI is the reference here.
+    std::fs::write(ws.path().join(".gitignore"), "*.log\nbuild/\n!keep.log\n/rootonly.txt\n/src/m04/f5.rs\n").unwrap();
+    let git = tempfile::tempdir().unwrap();
+    let g = |args: &[&str]| {
+        let out = std::process::Command::new("git").args(args).current_dir(git.path()).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    g(&["init", "-q"]);
+    std::fs::copy(ws.path().join(".gitignore"), git.path().join(".gitignore")).unwrap();
+    std::fs::create_dir_all(git.path().join("src/m04")).unwrap();
+    std::fs::copy(ws.path().join("src/m04/.gitignore"), git.path().join("src/m04/.gitignore")).unwrap();
+    for f in ["f3.rs", "f4.rs", "f5.rs"] {
+        std::fs::write(git.path().join("src/m04").join(f), "x\n").unwrap();
+    }
+    let untracked = g(&["ls-files", "--others", "--exclude-standard", "src/m04"]);
+    let listed: Vec<&str> = untracked.lines().filter(|l| l.ends_with(".rs")).collect();
+    assert_eq!(listed, ["src/m04/f4.rs"], "git's reference");
+    let r = h.call(&Context::new(ws.path()), "find_files", json!({"pattern": "*.rs", "path": "src/m04"})).await;
+    let ours: Vec<&str> = r.output["paths"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+    assert!(
+        ours.contains(&"src/m04/f4.rs") && !ours.contains(&"src/m04/f5.rs") && !ours.contains(&"src/m04/f3.rs"),
+        "{ours:?}"
+    );
     // With ignore rules off, both list the ignored files too (hidden ones still skipped).
     let r =
         h.call(&Context::new(ws.path()), "find_files", json!({"pattern": "**/*", "respect_gitignore": false})).await;

@@ -222,9 +222,11 @@ impl Guard {
     }
 
     /// Open the directory at `path` for listing. On Linux one `openat2` beneath the root
-    /// opens it for reading directly (a directory has no driver to act on the open);
-    /// anything that fails that way (not a directory, a symlink, no `openat2`) goes the
-    /// general way — resolved as [`Guard::open`] does, then opened — for its exact error.
+    /// opens it for reading directly (a directory has no driver to act on the open; an
+    /// automount point may be mounted by the lookup before the mount rule refuses it, as
+    /// any lookup through it would); anything that fails that way (not a directory, a
+    /// symlink, a mount point, no `openat2`) goes the general way — resolved as
+    /// [`Guard::open`] does, then opened — for its exact error.
     fn open_dir(&self, path: &str) -> Result<OwnedFd, WriteError> {
         #[cfg(target_os = "linux")]
         if let Ok(rel) = lexical(path, &self.root_str)
