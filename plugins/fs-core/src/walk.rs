@@ -23,8 +23,6 @@ pub struct WalkOptions {
     pub max_depth: usize,
     /// Include names starting with ".".
     pub hidden: bool,
-    /// Report file sizes (costs a system call per file in the host).
-    pub sizes: bool,
 }
 
 /// A file the walk found.
@@ -33,8 +31,6 @@ pub struct Found {
     pub rel: String,
     /// Where the part relative to the walk's base starts in `rel`.
     base_len: usize,
-    /// Its size in bytes.
-    pub size: u64,
 }
 
 impl Found {
@@ -156,7 +152,7 @@ fn walk_dir(
     skipped: &mut Vec<String>,
     visit: &mut dyn FnMut(Found) -> bool,
 ) -> Result<bool, Failure> {
-    let entries = match host::read_dir(rel, opts.sizes) {
+    let entries = match host::read_dir(rel, false) {
         Ok(e) => e,
         Err(f) => {
             skipped.push(format!("{rel}: {}", f.message));
@@ -190,7 +186,7 @@ fn walk_dir(
             continue;
         }
         let keep_going = match e.kind {
-            host::EntryKind::File => visit(Found { rel: child_rel, base_len, size: e.size }),
+            host::EntryKind::File => visit(Found { rel: child_rel, base_len }),
             host::EntryKind::Dir if depth < opts.max_depth => {
                 let child_dir: PathBuf = dir.join(&e.name);
                 walk_dir(&child_dir, &child_rel, base_len, depth + 1, opts, in_repo, levels, skipped, visit)?

@@ -68,7 +68,6 @@ impl Tool for FindFiles {
             respect_ignores: input.respect_gitignore,
             max_depth: input.max_depth as usize,
             hidden: input.include_hidden,
-            sizes: false,
         };
         let mut paths = Vec::new();
         let mut truncated = false;

@@ -217,7 +217,6 @@ impl Tool for SearchFiles {
                 respect_ignores: input.respect_gitignore,
                 max_depth: usize::MAX,
                 hidden: input.include_hidden,
-                sizes: false,
             };
             walk_files(cx, &base.rel, &opts, &mut skipped, &mut |f| {
                 if glob.as_ref().is_none_or(|g| g.is_match(f.under_base())) {
@@ -230,25 +229,22 @@ impl Tool for SearchFiles {
         'batches: for names in todo.chunks(BATCH_FILES) {
             let loaded = cheng_sdk::host::read_files(names, first_max);
             for (rel, data) in names.iter().zip(loaded) {
+                // Larger than a batch reads of each: read again on its own, up to max_file_bytes.
+                let data = match data {
+                    Err(f) if f.kind == ErrorKind::TooLarge && first_max < input.max_file_bytes => {
+                        cheng_sdk::host::read_files(std::slice::from_ref(rel), input.max_file_bytes)
+                            .pop()
+                            .unwrap_or(Err(f))
+                    }
+                    other => other,
+                };
                 let data = match data {
                     Ok(data) => data,
-                    // Larger than a batch reads: on its own, up to max_file_bytes.
-                    Err(f) if f.kind == ErrorKind::TooLarge && first_max < input.max_file_bytes => {
-                        match cheng_sdk::host::read_files(std::slice::from_ref(rel), input.max_file_bytes).pop() {
-                            Some(Ok(data)) => data,
-                            Some(Err(f)) if f.kind == ErrorKind::TooLarge => {
-                                files_skipped_large += 1;
-                                continue;
-                            }
-                            // Vanished meanwhile, or no longer a file: skipped.
-                            _ => continue,
-                        }
-                    }
                     Err(f) if f.kind == ErrorKind::TooLarge => {
                         files_skipped_large += 1;
                         continue;
                     }
-                    // A file that vanished meanwhile is skipped.
+                    // A file that vanished meanwhile, or is no longer a file, is skipped.
                     Err(_) => continue,
                 };
                 files_searched += 1;
