@@ -168,6 +168,53 @@ async fn search_files_regex_literal_context_and_caps() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn search_files_patterns_match_within_one_line() {
+    let h = host().await;
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("split.txt"), "alpha foo\nbar omega\n  gamma\nété end\n").unwrap();
+    std::fs::write(ws.path().join("joined.txt"), "x\nalpha foo  bar omega\n").unwrap();
+    let hits = |r: &ToolResult| -> Vec<(String, u64, u64)> {
+        r.output["matches"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}", r.output))
+            .iter()
+            .map(|m| {
+                (m["path"].as_str().unwrap().to_string(), m["line"].as_u64().unwrap(), m["column"].as_u64().unwrap())
+            })
+            .collect()
+    };
+    let search = |input: Value| call(&h, ws.path(), "search_files", input);
+    // Whitespace, negated classes and a dot that matches line breaks stay within a line:
+    // only the file where the words share a line matches.
+    for pattern in [r"foo\s+bar", r"foo[^x]+bar", r"(?s)foo.+bar", r"foo[\s\S]*bar"] {
+        let r = search(json!({"pattern": pattern})).await;
+        assert_eq!(hits(&r), [("joined.txt".to_string(), 2, 7)], "{pattern}: {}", r.output);
+    }
+    // ^ and $ hold at every line's start and end, \A and \z too.
+    for pattern in [r"^\s+gamma$", r"\A\s+gamma\z"] {
+        let r = search(json!({"pattern": pattern})).await;
+        assert_eq!(hits(&r), [("split.txt".to_string(), 3, 1)], "{pattern}: {}", r.output);
+    }
+    let r = search(json!({"pattern": r"omega$"})).await;
+    assert_eq!(hits(&r), [("joined.txt".to_string(), 2, 16), ("split.txt".to_string(), 2, 5)], "{}", r.output);
+    // Unicode classes and case folding.
+    let r = search(json!({"pattern": r"^\w+ END", "case_insensitive": true})).await;
+    assert_eq!(hits(&r), [("split.txt".to_string(), 4, 1)], "{}", r.output);
+    let r = search(json!({"pattern": "ÉTÉ", "case_insensitive": true, "literal": true})).await;
+    assert_eq!(hits(&r), [("split.txt".to_string(), 4, 1)], "{}", r.output);
+    // A pattern that spells out a line break can never match one line: refused, saying so.
+    for input in [
+        json!({"pattern": "foo\nbar"}),
+        json!({"pattern": r"foo\nbar"}),
+        json!({"pattern": "foo\nbar", "literal": true}),
+    ] {
+        let r = search(input.clone()).await;
+        assert_eq!(r.error_kind, Some(ErrorKind::InvalidArgument), "{input}: {}", r.output);
+        assert!(err(&r).contains("line break"), "{input}: {}", r.output);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn read_files_isolates_failures_and_applies_caps() {
     let h = host().await;
     let ws = project();

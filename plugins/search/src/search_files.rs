@@ -1,10 +1,17 @@
 //! `search_files`: lines matching a regular expression (or a literal) across workspace
-//! files, with context, honouring ignore files; ripgrep's own engine (grep-regex,
-//! grep-searcher).
+//! files, with context, honouring ignore files; ripgrep's searcher (grep-searcher) over
+//! a line-only pattern (`line_regex`).
 
 use cheng_sdk::prelude::*;
 use grep_matcher::Matcher;
-use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch};
+
+use cheng_fs_core::caps::{
+    SEARCH_DEFAULT_MATCHES, SEARCH_DEFAULT_MAX_FILE_BYTES, SEARCH_LINE_CHARS, SEARCH_MAX_CONTEXT, SEARCH_MAX_MATCHES,
+};
+use cheng_fs_core::walk::{PathGlob, WalkOptions, walk_files};
+
+use crate::line_regex::{BuildError, LineRegex, Options};
 
 /// The most memory a compiled search pattern may take; larger ones are refused with a
 /// message naming the limit (a pattern like `a{1000}{1000}{1000}` would otherwise
@@ -12,12 +19,6 @@ use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 const REGEX_SIZE_LIMIT: usize = 8 << 20;
 /// The most memory the lazy DFA's cache may take while searching.
 const REGEX_DFA_LIMIT: usize = 32 << 20;
-use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch};
-
-use cheng_fs_core::caps::{
-    SEARCH_DEFAULT_MATCHES, SEARCH_DEFAULT_MAX_FILE_BYTES, SEARCH_LINE_CHARS, SEARCH_MAX_CONTEXT, SEARCH_MAX_MATCHES,
-};
-use cheng_fs_core::walk::{PathGlob, WalkOptions, walk_files};
 
 pub struct SearchFiles;
 
@@ -113,7 +114,7 @@ fn line_text(bytes: &[u8]) -> String {
 
 struct Collect<'a> {
     path: String,
-    matcher: &'a RegexMatcher,
+    matcher: &'a LineRegex,
     out: &'a mut Vec<Match>,
     cap: usize,
     before: Vec<String>,
@@ -169,30 +170,29 @@ impl Tool for SearchFiles {
         }
         let cap = input.max_matches.clamp(1, SEARCH_MAX_MATCHES) as usize;
         let context = input.context_lines.min(SEARCH_MAX_CONTEXT) as usize;
-        let matcher = RegexMatcherBuilder::new()
-            .case_insensitive(input.case_insensitive)
-            .fixed_strings(input.literal)
-            .line_terminator(Some(b'\n'))
-            .size_limit(REGEX_SIZE_LIMIT)
-            .dfa_size_limit(REGEX_DFA_LIMIT)
-            .build(&input.pattern)
-            .map_err(|e| {
-                let text = e.to_string();
-                if text.contains("size limit") {
-                    Failure::new(
-                        ErrorKind::TooLarge,
-                        format!(
-                            "pattern is too large once compiled (over the {} MiB limit for a search pattern): use \
-                             smaller repetition counts, or literal=true for plain text",
-                            REGEX_SIZE_LIMIT >> 20
-                        ),
-                    )
-                } else {
-                    Failure::invalid_argument(format!(
-                        "pattern is not a valid regular expression: {e}. Pass literal=true to search for it as plain text"
-                    ))
-                }
-            })?;
+        let options = Options {
+            case_insensitive: input.case_insensitive,
+            literal: input.literal,
+            size_limit: REGEX_SIZE_LIMIT,
+            cache_limit: REGEX_DFA_LIMIT,
+        };
+        let matcher = LineRegex::new(&input.pattern, &options).map_err(|e| match e {
+            BuildError::TooLarge => Failure::new(
+                ErrorKind::TooLarge,
+                format!(
+                    "pattern is too large once compiled (over the {} MiB limit for a search pattern): use smaller \
+                     repetition counts, or literal=true for plain text",
+                    REGEX_SIZE_LIMIT >> 20
+                ),
+            ),
+            BuildError::LineBreak => Failure::invalid_argument(
+                "pattern contains a line break; search_files matches within single lines, so search for one \
+                 line's text at a time (context_lines shows the lines around a match)",
+            ),
+            BuildError::Syntax(e) => Failure::invalid_argument(format!(
+                "pattern is not a valid regular expression: {e}. Pass literal=true to search for it as plain text"
+            )),
+        })?;
         let glob = input.glob.as_deref().map(|g| PathGlob::new(g, "glob")).transpose()?;
         let base = cx.resolve(&input.path)?;
         let mut searcher = SearcherBuilder::new()
