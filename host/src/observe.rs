@@ -36,6 +36,16 @@ use tokio::sync::broadcast;
 /// How many idle runs are remembered (the newest); runs with a call in flight always are.
 pub const MAX_IDLE_RUNS: usize = 1000;
 
+/// The runs, and the idle ones in the order they were last active, so that forgetting the
+/// oldest idle run costs a lookup rather than a sort of them all (a client that opens a
+/// new connection per call makes a new run per call).
+#[derive(Default)]
+struct Runs {
+    by_id: BTreeMap<String, RunEntry>,
+    /// The ids of exactly the runs with no call in flight, by `touched` (unique).
+    idle: BTreeMap<u64, String>,
+}
+
 /// One run as the host has seen it.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunEntry {
@@ -134,7 +144,7 @@ struct Instruments {
 
 /// The host's runs, events and metrics.
 pub struct Observer {
-    runs: Mutex<BTreeMap<String, RunEntry>>,
+    runs: Mutex<Runs>,
     events: broadcast::Sender<Event>,
     started: Instant,
     registry: Registry,
@@ -283,27 +293,24 @@ impl Observer {
         }
     }
 
-    fn runs_lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, RunEntry>> {
+    fn runs_lock(&self) -> std::sync::MutexGuard<'_, Runs> {
         self.runs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// A call started.
     pub fn call_started(&self, call: &str, run: &str, role: &str, tool: &str, workspace: &str) {
         let became_busy = {
-            let mut runs = self.runs_lock();
+            let mut guard = self.runs_lock();
+            let Runs { by_id, idle } = &mut *guard;
             // Idle runs beyond the newest MAX_IDLE_RUNS are forgotten, so clients that
             // invent run names cannot grow this without bound.
-            if runs.len() >= MAX_IDLE_RUNS && !runs.contains_key(run) {
-                let mut idle: Vec<(u64, String)> =
-                    runs.values().filter(|r| r.active == 0).map(|r| (r.touched, r.id.clone())).collect();
-                if idle.len() >= MAX_IDLE_RUNS {
-                    idle.sort_unstable();
-                    for (_, id) in &idle[..idle.len() + 1 - MAX_IDLE_RUNS] {
-                        runs.remove(id);
-                    }
+            if by_id.len() >= MAX_IDLE_RUNS && !by_id.contains_key(run) {
+                while idle.len() >= MAX_IDLE_RUNS {
+                    let Some((_, id)) = idle.pop_first() else { break };
+                    by_id.remove(&id);
                 }
             }
-            let e = runs.entry(run.to_string()).or_insert_with(|| RunEntry {
+            let e = by_id.entry(run.to_string()).or_insert_with(|| RunEntry {
                 id: run.to_string(),
                 role: role.to_string(),
                 workspace: workspace.to_string(),
@@ -313,6 +320,10 @@ impl Observer {
                 last_ms: 0,
                 touched: 0,
             });
+            // A new run is in neither map yet; an idle one leaves `idle`.
+            if e.active == 0 && idle.get(&e.touched).is_some_and(|id| *id == e.id) {
+                idle.remove(&e.touched);
+            }
             static TOUCHED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
             e.touched = TOUCHED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             e.role = role.to_string();
@@ -336,12 +347,16 @@ impl Observer {
     /// A call ended with `status`; `denials` are the rights the host refused during it.
     pub fn call_finished(&self, call: &str, run: &str, tool: &str, status: &str, duration_ms: f64, denials: &[&str]) {
         let became_idle = {
-            let mut runs = self.runs_lock();
-            match runs.get_mut(run) {
+            let mut guard = self.runs_lock();
+            let Runs { by_id, idle } = &mut *guard;
+            match by_id.get_mut(run) {
                 Some(e) => {
                     e.active = e.active.saturating_sub(1);
                     e.calls += 1;
                     e.last_ms = crate::unix_ms();
+                    if e.active == 0 {
+                        idle.insert(e.touched, e.id.clone());
+                    }
                     e.active == 0
                 }
                 None => false,
@@ -398,19 +413,19 @@ impl Observer {
 
     /// Every run seen, most recently active first.
     pub fn runs(&self) -> Vec<RunEntry> {
-        let mut list: Vec<RunEntry> = self.runs_lock().values().cloned().collect();
+        let mut list: Vec<RunEntry> = self.runs_lock().by_id.values().cloned().collect();
         list.sort_by_key(|a| std::cmp::Reverse(a.last_ms));
         list
     }
 
     /// One run.
     pub fn run(&self, id: &str) -> Option<RunEntry> {
-        self.runs_lock().get(id).cloned()
+        self.runs_lock().by_id.get(id).cloned()
     }
 
     /// Runs with a call in flight.
     pub fn active_runs(&self) -> usize {
-        self.runs_lock().values().filter(|r| r.active > 0).count()
+        self.runs_lock().by_id.values().filter(|r| r.active > 0).count()
     }
 
     /// Follow the events.
@@ -448,6 +463,29 @@ mod tests {
         assert!(runs.len() <= MAX_IDLE_RUNS + 1, "{}", runs.len());
         assert!(runs.iter().any(|r| r.id == "busy"), "a run with a call in flight is never forgotten");
         assert!(runs.iter().any(|r| r.id == format!("r{}", MAX_IDLE_RUNS + 49)), "the newest idle run is kept");
+    }
+
+    #[test]
+    fn the_oldest_idle_runs_are_forgotten_first() {
+        let o = Observer::default();
+        let call = |run: &str| {
+            o.call_started("c", run, "developer", "think", "/w");
+            o.call_finished("c", run, "think", "ok", 1.0, &[]);
+        };
+        for i in 0..MAX_IDLE_RUNS {
+            call(&format!("r{i}"));
+        }
+        // The oldest run, active again, becomes the newest.
+        call("r0");
+        for i in MAX_IDLE_RUNS..MAX_IDLE_RUNS + 10 {
+            call(&format!("r{i}"));
+        }
+        let ids: std::collections::HashSet<String> = o.runs().into_iter().map(|r| r.id).collect();
+        assert_eq!(ids.len(), MAX_IDLE_RUNS);
+        assert!(ids.contains("r0") && ids.contains("r11") && ids.contains(&format!("r{}", MAX_IDLE_RUNS + 9)));
+        for i in 1..=10 {
+            assert!(!ids.contains(&format!("r{i}")), "r{i} was among the oldest idle runs");
+        }
     }
 
     #[test]
