@@ -6,7 +6,10 @@
 //! - the same over HTTP in the stateless revision (2026-07-28), whose plain answers are
 //!   one JSON body rather than an event stream;
 //! - throughput over HTTP with 64 concurrent clients calling `think`, in both revisions;
-//! - the server's RSS with 1,000 idle HTTP sessions open.
+//! - the server's RSS with 1,000 idle HTTP sessions open;
+//! - each of the round trips and rates above again against the transport floor
+//!   (`floor.rs`: an rmcp server alone, no sandbox, the file read natively), so each goal
+//!   can be set against what the transport itself takes.
 //!
 //! Run: `cargo bench --bench all -- serve` (add `--quick` for fewer calls). The reference
 //! server is installed with
@@ -40,6 +43,13 @@ fn cheng(state: &Path, ws: &Path) -> tokio::process::Command {
     let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_cheng"));
     c.arg("--state-dir").arg(state).arg("--workspace").arg(ws).env("CHENG_LOG", "error").env_remove("CHENG_CONFIG");
     c.env("XDG_CONFIG_HOME", state.join("no-config"));
+    c
+}
+
+/// This binary as the transport floor's server (`floor.rs`): rmcp alone, no sandbox.
+fn floor(kind: &str) -> tokio::process::Command {
+    let mut c = tokio::process::Command::new(std::env::current_exe().expect("the bench binary's path"));
+    c.env("CHENG_BENCH_FLOOR", kind).kill_on_drop(true);
     c
 }
 
@@ -159,6 +169,15 @@ pub async fn main() {
     }
     timed(&stdio, "read_file", read.clone(), 50).await;
     let ours_stdio = report("cheng serve (stdio) read_file 1 KB", timed(&stdio, "read_file", read.clone(), n).await);
+    // The transport floor over stdio, same client, same file (read natively).
+    let floor_read = serde_json::json!({"path": ws.path().join("one-k.txt")});
+    let floor_stdio: Client = ().serve(TokioChildProcess::new(floor("stdio")).unwrap()).await.unwrap();
+    timed(&floor_stdio, "read_file", floor_read.clone(), 50).await;
+    let bare_stdio = report(
+        "floor: rmcp alone (stdio) read_file 1 KB",
+        timed(&floor_stdio, "read_file", floor_read.clone(), n).await,
+    );
+    let _ = floor_stdio.cancel().await;
 
     // Over HTTP.
     let out = cheng(state.path(), ws.path())
@@ -192,6 +211,27 @@ pub async fn main() {
     let ours_plain =
         report("cheng serve (HTTP, 2026-07-28) read_file 1 KB", timed(&plain, "read_file", read.clone(), n).await);
     let _ = plain.cancel().await;
+    // The transport floor over HTTP, in both revisions.
+    let mut floor_server = floor("http").stdout(Stdio::piped()).spawn().unwrap();
+    let mut floor_lines = tokio::io::BufReader::new(floor_server.stdout.take().unwrap()).lines();
+    let floor_url = loop {
+        let line = floor_lines.next_line().await.unwrap().expect("the floor server starts");
+        if let Some(addr) = line.strip_prefix("listening ") {
+            break format!("http://{addr}/mcp");
+        }
+    };
+    let floor_http = http_client(&floor_url, "none").await;
+    timed(&floor_http, "read_file", floor_read.clone(), 50).await;
+    let bare_http =
+        report("floor: rmcp alone (HTTP) read_file 1 KB", timed(&floor_http, "read_file", floor_read.clone(), n).await);
+    let floor_plain = stateless_client(&floor_url, "none").await;
+    timed(&floor_plain, "read_file", floor_read.clone(), 50).await;
+    let bare_plain = report(
+        "floor: rmcp alone (HTTP, 2026-07-28) read_file 1 KB",
+        timed(&floor_plain, "read_file", floor_read.clone(), n).await,
+    );
+    let _ = floor_plain.cancel().await;
+    let _ = floor_http.cancel().await;
 
     // The reference server, same client, same file.
     let reference =
@@ -209,6 +249,12 @@ pub async fn main() {
             ours_stdio.as_secs_f64() / base.as_secs_f64(),
             ours_http.as_secs_f64() / base.as_secs_f64(),
             ours_plain.as_secs_f64() / base.as_secs_f64()
+        );
+        println!(
+            "the floor's ratio to the reference: stdio {:.2}x, HTTP {:.2}x, HTTP 2026-07-28 {:.2}x",
+            bare_stdio.as_secs_f64() / base.as_secs_f64(),
+            bare_http.as_secs_f64() / base.as_secs_f64(),
+            bare_plain.as_secs_f64() / base.as_secs_f64()
         );
         let _ = theirs.cancel().await;
     } else {
@@ -239,6 +285,27 @@ pub async fn main() {
     }
     let rate = think_rate(clients, seconds).await;
     println!("think over HTTP 2026-07-28, {sessions} clients: {rate:.0} calls/s (goal >= 8000)");
+    // The same load on the transport floor.
+    let mut clients = Vec::new();
+    for _ in 0..sessions {
+        clients.push(http_client(&floor_url, "none").await);
+    }
+    let floor_pid = floor_server.id().unwrap().to_string();
+    let (server_cpu, client_cpu) = (cpu_s(&floor_pid), cpu_s("self"));
+    let rate = think_rate(clients, seconds).await;
+    let calls = rate * seconds as f64;
+    println!(
+        "floor: rmcp alone, think over HTTP, {sessions} sessions: {rate:.0} calls/s; CPU per call: server {:.0} us, client {:.0} us",
+        (cpu_s(&floor_pid) - server_cpu) / calls * 1e6,
+        (cpu_s("self") - client_cpu) / calls * 1e6
+    );
+    let mut clients = Vec::new();
+    for _ in 0..sessions {
+        clients.push(stateless_client(&floor_url, "none").await);
+    }
+    let rate = think_rate(clients, seconds).await;
+    println!("floor: rmcp alone, think over HTTP 2026-07-28, {sessions} clients: {rate:.0} calls/s");
+    let _ = floor_server.kill().await;
 
     // RSS with 1,000 idle sessions.
     let before = rss_kb(pid);
