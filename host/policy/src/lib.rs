@@ -3,7 +3,8 @@
 //! rules ([`net`]). The host's lowest layer above the shared contract, as a crate of its
 //! own: no engine, no process, no connection, no I/O beyond reading the configuration
 //! (and the CA file it names), so cargo keeps every upper layer out of it. The host asks
-//! it what a call may have ([`Policy::effective`]).
+//! it what a call may have ([`Policy::effective`]). [`hostfile`] is how every layer reads
+//! the host's own files: regular files only, each kind under its cap, never blocking.
 //!
 //! With no file, working defaults apply: the three built-in roles (`recon`, `writer`,
 //! `developer`) and `developer` as the default role. Every table refuses a key it does
@@ -35,6 +36,7 @@
 
 pub mod git;
 pub mod grant;
+pub mod hostfile;
 pub mod keys;
 mod load;
 pub mod mcp;
