@@ -140,6 +140,17 @@ impl HostFileError {
         matches!(self, HostFileError::NotFound { .. })
     }
 
+    /// The message without the file's name, for callers that name it already:
+    /// "it is a FIFO (named pipe), not a regular file (refused as a signature file)".
+    pub fn reason(&self) -> String {
+        let text = self.to_string();
+        let shown = self.path().display().to_string();
+        match text.strip_prefix(&shown) {
+            Some(rest) => format!("it{rest}"),
+            None => text.replacen(&format!(" {shown}"), " it", 1),
+        }
+    }
+
     /// The file the error is about.
     pub fn path(&self) -> &Path {
         match self {
@@ -237,6 +248,35 @@ pub fn read_to_string(path: &Path, cap: impl Into<Limit>) -> Result<String, Host
 /// The open file's size is `file.metadata()?.len()`.
 pub fn open(path: &Path, cap: impl Into<Limit>) -> Result<std::fs::File, HostFileError> {
     open_checked(path, cap.into(), true).map(|(f, _)| f)
+}
+
+/// Open the lock file at `path` for reading and writing (created with mode 0600 when
+/// missing, never truncated), for `flock`: never blocking on the open, and refused
+/// unless it is a regular file (symbolic links followed). `kind` names it in messages
+/// ("a lock file").
+pub fn open_lock(path: &Path, kind: &'static str) -> Result<std::fs::File, HostFileError> {
+    let refuse =
+        |t: std::fs::FileType| HostFileError::NotRegular { path: path.to_path_buf(), found: type_name(t), kind };
+    match std::fs::metadata(path) {
+        Ok(m) if !m.file_type().is_file() => return Err(refuse(m.file_type())),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_err(path, e)),
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| io_err(path, e))?;
+    let meta = file.metadata().map_err(|e| io_err(path, e))?;
+    if !meta.file_type().is_file() {
+        return Err(refuse(meta.file_type()));
+    }
+    Ok(file)
 }
 
 fn io_err(path: &Path, e: std::io::Error) -> HostFileError {
@@ -371,6 +411,7 @@ mod tests {
         let e = read(&p, TEST).unwrap_err();
         assert!(e.to_string().ends_with("is 1001 bytes, over the 1000-byte limit for a test file"), "{e}");
         assert!(matches!(e, HostFileError::TooLarge { size: Some(1001), .. }));
+        assert_eq!(e.reason(), "it is 1001 bytes, over the 1000-byte limit for a test file");
         // A bare number as the cap.
         assert!(matches!(read(&p, 1000).unwrap_err(), HostFileError::TooLarge { .. }));
         assert_eq!(read(&p, 1001).unwrap().len(), 1001);
@@ -384,10 +425,33 @@ mod tests {
         assert!(e.is_not_found());
         assert_eq!(e.path(), p);
         assert_eq!(e.to_string(), format!("{} does not exist", p.display()));
+        assert_eq!(e.reason(), "it does not exist");
+        let e = HostFileError::Io { path: p.clone(), source: std::io::Error::other("boom") };
+        assert_eq!(e.reason(), "cannot read it: boom");
         // A dangling link is missing too.
         let link = dir.path().join("dangling");
         std::os::unix::fs::symlink(dir.path().join("nowhere"), &link).unwrap();
         assert!(read(&link, TOKENS).unwrap_err().is_not_found());
+    }
+
+    #[test]
+    fn a_lock_file_is_made_or_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.lock");
+        let f = open_lock(&p, "a lock file").unwrap();
+        f.lock().unwrap();
+        assert!(p.is_file());
+        drop(f);
+        assert!(open_lock(&p, "a lock file").is_ok());
+        let fifo = dir.path().join("fifo.lock");
+        mkfifo(&fifo);
+        let t = Instant::now();
+        let e = open_lock(&fifo, "a lock file").unwrap_err();
+        assert!(t.elapsed() < Duration::from_secs(2));
+        assert!(e.to_string().contains("is a FIFO (named pipe), not a regular file"), "{e}");
+        let link = dir.path().join("zero.lock");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        assert!(matches!(open_lock(&link, "a lock file").unwrap_err(), HostFileError::NotRegular { .. }));
     }
 
     #[test]
