@@ -60,6 +60,8 @@ mod markdown_preview;
 mod git;
 // workspace_git_write against the git CLI; hooks, filters and aliases that must not run.
 mod git_write;
+// The repository files the host reads before running git: FIFOs, devices, oversized ones.
+mod git_reads;
 // web_fetch and web_search against local servers, the egress guard, rebinding, net grants.
 mod web;
 // External MCP servers under confinement: real npm and PyPI servers, a hostile one.

@@ -11,9 +11,20 @@
 //! emptied. Bare repositories found by discovery are refused (`safe.bareRepository =
 //! explicit`), so a directory dressed as a repository is not used, and discovery stops
 //! at the workspace's parent (`GIT_CEILING_DIRECTORIES`).
+//!
+//! Those files are read by the guard's rules ([`repo_files`](super::repo_files)): a
+//! FIFO, a device or a file over the cap among them — the configuration, an include
+//! inside or outside the workspace, a `.git` file, a `commondir` — refuses the call with
+//! an error naming it, before anyone is asked, instead of blocking the host or reading
+//! without end. Git does not run with a configuration the host could not read.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+
+use super::Refusal;
+use super::repo_files::{self, COMMONDIR, CONFIG, DOTGIT, INCLUDED, MAX_FILES};
+use crate::ErrorKind;
+use crate::guard::Guard;
 
 /// Settings overridden for every git the host starts.
 const FIXED: &[(&str, &str)] = &[
@@ -42,12 +53,14 @@ const DRIVER_KEYS: &[(&str, &[&str])] =
     &[("filter", &["clean", "smudge", "process"]), ("diff", &["textconv", "command"]), ("merge", &["driver"])];
 
 /// The environment entries that neutralise a repository's programs for a git started
-/// in `cwd` (absolute) inside `workspace`.
-/// `extra` settings are added to the fixed ones.
-pub fn neutralising_env(cwd: &Path, workspace: &Path, extra: &[(&str, &str)]) -> Vec<(String, String)> {
+/// in `cwd` (absolute) inside the guard's workspace.
+/// `extra` settings are added to the fixed ones. Refused when one of the repository's
+/// files cannot be read by the guard's rules.
+pub fn neutralising_env(guard: &Guard, cwd: &Path, extra: &[(&str, &str)]) -> Result<Vec<(String, String)>, Refusal> {
+    let workspace = guard.root();
     let mut pairs: Vec<(String, String)> =
         FIXED.iter().chain(extra).map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    for (section, name) in drivers(&config_files(cwd, workspace)) {
+    for (section, name) in drivers(guard, &config_files(guard, cwd)?)? {
         if let Some((_, keys)) = DRIVER_KEYS.iter().find(|(s, _)| *s == section) {
             for key in *keys {
                 pairs.push((format!("{section}.{name}.{key}"), String::new()));
@@ -65,25 +78,27 @@ pub fn neutralising_env(cwd: &Path, workspace: &Path, extra: &[(&str, &str)]) ->
     if let Some(parent) = workspace.parent() {
         env.push(("GIT_CEILING_DIRECTORIES".into(), parent.to_string_lossy().into_owned()));
     }
-    env
+    Ok(env)
 }
 
 /// The configuration files of repositories git could find from `cwd` up to the
-/// workspace root: `.git/config` (and a linked worktree's or submodule's, through a
-/// `.git` file), or a bare repository's `config`.
-fn config_files(cwd: &Path, workspace: &Path) -> Vec<PathBuf> {
+/// workspace root: `.git/config` and `.git/config.worktree` (and a linked worktree's
+/// or submodule's, through a `.git` file, with its common directory's), or a bare
+/// repository's `config`.
+fn config_files(guard: &Guard, cwd: &Path) -> Result<Vec<PathBuf>, Refusal> {
+    let workspace = guard.root();
     let mut out = Vec::new();
     let mut dir = Some(cwd);
     while let Some(d) = dir {
         let dotgit = d.join(".git");
         if dotgit.is_dir() {
-            out.push(dotgit.join("config"));
-        } else if let Ok(text) = std::fs::read_to_string(&dotgit)
+            out.extend([dotgit.join("config"), dotgit.join("config.worktree")]);
+        } else if let Some(text) = repo_files::read(guard, &dotgit, DOTGIT)?
             && let Some(gitdir) = text.trim().strip_prefix("gitdir:")
         {
             let gitdir = d.join(gitdir.trim());
-            out.push(gitdir.join("config"));
-            if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
+            out.extend([gitdir.join("config"), gitdir.join("config.worktree")]);
+            if let Some(common) = repo_files::read(guard, &gitdir.join("commondir"), COMMONDIR)? {
                 out.push(gitdir.join(common.trim()).join("config"));
             }
         }
@@ -95,20 +110,32 @@ fn config_files(cwd: &Path, workspace: &Path) -> Vec<PathBuf> {
         }
         dir = d.parent().filter(|p| p.starts_with(workspace));
     }
-    out
+    Ok(out)
 }
 
 /// The `(section, name)` of every `[filter "x"]`, `[diff "x"]` and `[merge "x"]`
-/// defined in `files` or the files they include.
-fn drivers(files: &[PathBuf]) -> BTreeSet<(String, String)> {
+/// defined in `files` or the files they include (all of them, whatever an
+/// `includeIf` condition says), each read by the guard's rules.
+fn drivers(guard: &Guard, files: &[PathBuf]) -> Result<BTreeSet<(String, String)>, Refusal> {
     let mut found = BTreeSet::new();
-    let mut queue: Vec<(PathBuf, usize)> = files.iter().map(|f| (f.clone(), 0)).collect();
+    let mut queue: Vec<(PathBuf, usize)> = files.iter().rev().map(|f| (f.clone(), 0)).collect();
     let mut seen = BTreeSet::new();
     while let Some((file, depth)) = queue.pop() {
         if depth > 10 || !seen.insert(file.clone()) {
             continue;
         }
-        let Ok(text) = std::fs::read_to_string(&file) else { continue };
+        if seen.len() > MAX_FILES {
+            return Err(Refusal::new(
+                ErrorKind::PathRefused,
+                format!(
+                    "git cannot run here: the repository's configuration includes more than {MAX_FILES} files, which \
+                     the host reads before it runs git. Nothing ran. Remove the includes (or ask the person to), then \
+                     try again"
+                ),
+            ));
+        }
+        let kind = if depth == 0 { CONFIG } else { INCLUDED };
+        let Some(text) = repo_files::read(guard, &file, kind)? else { continue };
         for e in entries(&text) {
             if let Some(name) = &e.sub
                 && DRIVER_KEYS.iter().any(|(s, _)| *s == e.section)
@@ -121,7 +148,7 @@ fn drivers(files: &[PathBuf]) -> BTreeSet<(String, String)> {
             }
         }
     }
-    found
+    Ok(found)
 }
 
 /// One `key = value` of a git configuration file, under its section.
@@ -226,7 +253,8 @@ mod tests {
         .unwrap();
         std::fs::write(dir.join("extra.cfg"), "[diff \"pic\"]\n\ttextconv = evil2\n[merge.ours]\n\tdriver = evil3\n")
             .unwrap();
-        let env = neutralising_env(&dir, &dir, &[]);
+        let guard = Guard::new(&dir).unwrap();
+        let env = neutralising_env(&guard, guard.root(), &[]).unwrap();
         let text: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
         // Fixed settings are switched off.
         assert!(text.iter().any(|t| t.ends_with("=core.fsmonitor")), "{text:?}");

@@ -11,7 +11,8 @@
 //! - the programs it starts through launchers such as `env` or `sh -c` ([`launchers`]),
 //! - what the operator's rules and whitelist say of every one of them ([`rules`]),
 //! - the environment ([`environment`]): an allowlist, the host's own `PATH`, `HOME`,
-//!   `TMPDIR`, and for git the repository's programs neutralised ([`git`]).
+//!   `TMPDIR`, and for git the repository's programs neutralised ([`git`]), its
+//!   configuration read by the guard's rules ([`repo_files`]).
 //!
 //! The binding then asks the approvals broker (unless a rule allows the command), and
 //! [`Spawner::run`] starts the child ([`spawn`]: empty environment plus the above,
@@ -33,6 +34,7 @@ mod git;
 pub(crate) mod git_write;
 mod launchers;
 pub(crate) mod mcp_server;
+mod repo_files;
 mod resolve;
 mod rules;
 mod run;
@@ -295,7 +297,7 @@ impl Spawner {
         }
         environment::merge_request(&self.cfg, &mut env, &req.env)?;
         if chain.steps.iter().any(|s| resolve(&s.name).is_some_and(|id| id.name() == "git")) {
-            env.extend(git::neutralising_env(&cwd_abs, root, &[]));
+            env.extend(git::neutralising_env(guard, &cwd_abs, &[])?);
         }
 
         let timeout = Duration::from_millis(req.timeout_ms.unwrap_or(self.cfg.timeout_ms).clamp(1, MAX_TIMEOUT_MS));

@@ -16,16 +16,24 @@
 //!   execute even if a setting slipped through. It writes only the workspace and its
 //!   temporary directory, and reaches no TCP port; no operation here talks to a remote.
 //!
-//! Nothing runs before the decision: the checks read files, never start git (even
-//! `git status` can write the index).
+//! Nothing of the repository's runs before the decision: the checks read its files (by
+//! the guard's rules: a FIFO, a device or a file over the cap refuses the operation at
+//! once), never start git in it (even `git status` can write the index). The one git
+//! that runs first is `git --exec-path` in `/`, once per host, to learn git's helper
+//! directory: through the spawn path like every command, confined (it reads only the
+//! system directories, writes nothing, executes only git and its interpreter) and
+//! stopped at a timeout.
 
 mod checks;
 pub(crate) mod repo;
 
-use std::sync::OnceLock;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
-use super::{Prepared, Refusal, Spawner, git, sandbox};
+use tokio_util::sync::CancellationToken;
+
+use super::{Prepared, Refusal, Spawner, Termination, Tier, git, sandbox};
 use crate::ErrorKind;
 use crate::guard::Guard;
 use crate::policy::process::{MAX_TIMEOUT_MS, RuleDecision};
@@ -290,11 +298,111 @@ const WRITER_SETTINGS: &[(&str, &str)] = &[
     ("protocol.allow", "never"),
 ];
 
-fn git_binary(spawner: &Spawner, root: &std::path::Path) -> Result<&'static GitBinary, Refusal> {
-    static GIT: OnceLock<Result<GitBinary, String>> = OnceLock::new();
-    GIT.get_or_init(|| GitBinary::find(&spawner.path, root))
-        .as_ref()
-        .map_err(|why| Refusal::new(ErrorKind::SpawnFailed, format!("git cannot run here: {why}")))
+/// How long `git --exec-path` may take (it prints a compiled-in directory at once).
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The host's git, found once per host process (a failure is not kept: the next call
+/// tries again). The first call waits for the `git --exec-path` probe, at most
+/// [`PROBE_TIMEOUT`] and the kill grace.
+fn git_binary(spawner: &Spawner, root: &Path) -> Result<&'static GitBinary, Refusal> {
+    static GIT: Mutex<Option<&'static GitBinary>> = Mutex::new(None);
+    let mut slot = GIT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(git) = *slot {
+        return Ok(git);
+    }
+    let git = spawner
+        .find_git(root)
+        .map_err(|why| Refusal::new(ErrorKind::SpawnFailed, format!("git cannot run here: {why}")))?;
+    let git: &'static GitBinary = Box::leak(Box::new(git));
+    *slot = Some(git);
+    Ok(git)
+}
+
+impl Spawner {
+    /// git on the host's `PATH`, with its helper directory (`git --exec-path`, asked
+    /// through the spawn path) among what it may execute.
+    fn find_git(&self, root: &Path) -> Result<GitBinary, String> {
+        let mut git = GitBinary::locate(&self.path, root)?;
+        // `git --exec-path` reads no configuration; it prints a compiled-in directory.
+        let out = self.probe(&git.execute[0], &["--exec-path"], &git.execute, root, PROBE_TIMEOUT)?;
+        let exec_path = PathBuf::from(out.trim());
+        if exec_path.is_absolute() && exec_path.is_dir() {
+            git.execute.push(std::fs::canonicalize(&exec_path).unwrap_or(exec_path));
+        }
+        Ok(git)
+    }
+
+    /// Run `program args` for the host's own use the way every command runs
+    /// ([`Spawner::run`]: namespaces and a cgroup of its own, stopped at `timeout` with
+    /// its whole tree), under Landlock reading only the system directories, writing
+    /// only its temporary directory, reaching no network and executing only `execute`;
+    /// in `/`, with an empty environment but `LC_ALL=C`. Its standard output, or why it
+    /// failed. Synchronous: the run is driven on a thread of its own with a runtime of
+    /// its own, so this works from any caller, inside a runtime or not.
+    fn probe(
+        &self,
+        program: &Path,
+        args: &[&str],
+        execute: &[PathBuf],
+        root: &Path,
+        timeout: Duration,
+    ) -> Result<String, String> {
+        use rustix::fs::{Mode, OFlags};
+        let cwd = rustix::fs::open("/", OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| format!("cannot open /: {e}"))?;
+        let argv0 = program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let display = std::iter::once(program.display().to_string())
+            .chain(args.iter().map(|a| a.to_string()))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let prepared = Prepared {
+            program: program.to_path_buf(),
+            argv0,
+            args: args.iter().map(|a| a.to_string()).collect(),
+            display: display.clone(),
+            cwd_rel: "/".into(),
+            root: root.to_path_buf(),
+            cwd_fd: cwd,
+            env: vec![("LC_ALL".into(), "C".into())],
+            request_env: Vec::new(),
+            timeout,
+            purpose: String::new(),
+            decision: RuleDecision::Allow,
+            rule_network: false,
+            missing: None,
+            plan: Some(sandbox::Plan {
+                writable: Vec::new(),
+                readable: Some(Vec::new()),
+                network: false,
+                system: None,
+                execute: Some(execute.to_vec()),
+            }),
+        };
+        let ran = std::thread::scope(|s| {
+            s.spawn(|| {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| format!("cannot start a runtime for `{display}`: {e}"))?;
+                Ok(rt.block_on(self.run(prepared, Tier::Unasked { network: false }, &CancellationToken::new())))
+            })
+            .join()
+        });
+        let out = match ran {
+            Ok(Ok(out)) => out,
+            Ok(Err(why)) => return Err(why),
+            Err(_) => return Err(format!("`{display}` could not be run: its thread ended abnormally")),
+        };
+        match out.termination {
+            Termination::Exited if out.exit_code == Some(0) => Ok(out.stdout),
+            Termination::TimedOut => Err(format!("`{display}` did not finish within {} s", timeout.as_secs())),
+            _ => Err(format!(
+                "`{display}` failed ({}): {}",
+                out.exit_code.map(|c| format!("exit code {c}")).unwrap_or_else(|| out.termination.as_str().into()),
+                out.error.unwrap_or_else(|| out.stderr.trim().to_string())
+            )),
+        }
+    }
 }
 
 impl Spawner {
@@ -318,9 +426,9 @@ impl Spawner {
         if !cwd_abs.is_dir() {
             return Err(Refusal::new(ErrorKind::InvalidArgument, format!("cwd \"{cwd_req}\" is not a directory")));
         }
-        let repo = repo::find(&cwd_abs, root)?;
-        let repo_cfg = repo.config(root)?;
-        let (branch, head) = repo.head();
+        let repo = repo::find(guard, &cwd_abs)?;
+        let repo_cfg = repo.config(guard)?;
+        let (branch, head) = repo.head(guard)?;
 
         // What git needs and must not meet.
         if repo.git_dir.join("index.lock").exists() {
@@ -350,6 +458,12 @@ impl Spawner {
                 ),
             ));
         }
+        let exists = match op {
+            Operation::BranchDelete { branch: b, .. } | Operation::Switch { branch: b, .. } => {
+                repo.has_branch(guard, b)?
+            }
+            _ => false,
+        };
         match op {
             Operation::BranchDelete { branch: b, .. } if branch.as_deref() == Some(b) => {
                 return Err(Refusal::new(
@@ -357,15 +471,13 @@ impl Spawner {
                     format!("\"{b}\" is the current branch and cannot be deleted; switch to another branch first"),
                 ));
             }
-            Operation::BranchDelete { branch: b, .. } | Operation::Switch { branch: b, create: false }
-                if !repo.has_branch(b) =>
-            {
+            Operation::BranchDelete { branch: b, .. } | Operation::Switch { branch: b, create: false } if !exists => {
                 return Err(Refusal::new(
                     ErrorKind::NotFound,
                     format!("there is no branch \"{b}\" in this repository"),
                 ));
             }
-            Operation::Switch { branch: b, create: true } if repo.has_branch(b) => {
+            Operation::Switch { branch: b, create: true } if exists => {
                 return Err(Refusal::new(
                     ErrorKind::InvalidArgument,
                     format!("a branch named \"{b}\" already exists; switch to it without `create`"),
@@ -409,7 +521,7 @@ impl Spawner {
             ("GIT_TERMINAL_PROMPT".into(), "0".into()),
             ("GIT_ADVICE".into(), "0".into()),
         ];
-        env.extend(git::neutralising_env(&repo.top, root, WRITER_SETTINGS));
+        env.extend(git::neutralising_env(guard, &repo.top, WRITER_SETTINGS)?);
         if let Some((name, email)) = &identity {
             for who in ["AUTHOR", "COMMITTER"] {
                 env.push((format!("GIT_{who}_NAME"), name.clone()));
@@ -502,5 +614,45 @@ mod tests {
                 assert_ne!(out.exit_code, Some(0), "{out:?}");
             }
         }
+    }
+
+    /// `git --exec-path` runs through the spawn path: the helper directory plain git
+    /// names is among what git may execute.
+    #[test]
+    fn the_exec_path_is_asked_of_git_through_the_spawn_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let spawner = Spawner::new(ProcessConfig::default(), None, vec![]);
+        let git = spawner.find_git(dir.path()).unwrap();
+        let plain = std::process::Command::new("git").arg("--exec-path").output().unwrap();
+        let want = std::fs::canonicalize(String::from_utf8(plain.stdout).unwrap().trim()).unwrap();
+        assert_eq!(git.execute.last(), Some(&want), "{:?}", git.execute);
+    }
+
+    /// The probe is stopped at its timeout, and confined: it cannot read a file outside
+    /// the system directories that the same program reads when run plainly (the
+    /// control), while it reads one inside them. From inside a runtime too.
+    #[tokio::test]
+    async fn a_probe_ends_at_its_timeout_and_reads_only_system_directories() {
+        assert!(sandbox::abi_version().is_some(), "this test needs Landlock (Linux 5.13 or later)");
+        let dir = tempfile::tempdir().unwrap();
+        let spawner = Spawner::new(ProcessConfig::default(), None, vec![]);
+        let exe = |name: &str| std::fs::canonicalize(format!("/usr/bin/{name}")).unwrap();
+        let (sleep, cat) = (exe("sleep"), exe("cat"));
+        let started = std::time::Instant::now();
+        let timeout = Duration::from_millis(500);
+        let e = spawner.probe(&sleep, &["60"], &repo::executable(&sleep).unwrap(), dir.path(), timeout).unwrap_err();
+        assert!(e.contains("did not finish within"), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "s3cret").unwrap();
+        let secret = secret.to_str().unwrap();
+        let cat_exec = repo::executable(&cat).unwrap();
+        let t = Duration::from_secs(10);
+        let e = spawner.probe(&cat, &[secret], &cat_exec, dir.path(), t).unwrap_err();
+        assert!(e.contains("Permission denied"), "{e}");
+        let plain = std::process::Command::new(&cat).arg(secret).output().unwrap();
+        assert_eq!(plain.stdout, b"s3cret");
+        let ok = spawner.probe(&cat, &["/etc/passwd"], &cat_exec, dir.path(), t);
+        assert!(ok.is_ok(), "{ok:?}");
     }
 }

@@ -51,7 +51,8 @@ impl Host for ChengView<'_> {
             Tier::Unasked { network: false }
         });
         let out = approve_and_run(self, prepared, allowed, summary, detail).await?;
-        let (branch, head) = repo.head();
+        // Read again afterwards, by the same rules (what cannot be read is left out).
+        let (branch, head) = repo.head(&self.caps()?.guard).unwrap_or_default();
         Ok(super::convert::write_outcome(out, repo.top_rel, branch, head))
     }
 }
