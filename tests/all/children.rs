@@ -73,7 +73,7 @@ async fn card(state: &Path, needle: &str) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn no_command_or_server_the_host_starts_can_answer_an_approval() {
     let Some(python) = system_python() else { return };
-    let Some(server_python) = util::python_with("json") else { return };
+    let Some(server_python) = util::python_with("json", "the hostile MCP server runs on it") else { return };
     let (ws, state) = (util::workspace(), tempfile::tempdir().unwrap());
     let (client, mut child) =
         serve_with_marker(&python, &server_python, "approvals-test", ws.path(), state.path(), false).await;
@@ -189,7 +189,7 @@ async fn call(client: &rmcp::service::RunningService<RoleClient, ()>, tool: &str
 #[tokio::test(flavor = "multi_thread")]
 async fn nothing_the_host_starts_reads_its_environment_or_command_line() {
     let Some(python) = system_python() else { return };
-    let Some(server_python) = util::python_with("json") else { return };
+    let Some(server_python) = util::python_with("json", "the hostile MCP server runs on it") else { return };
     let marker = format!("cheng-secret-{}", std::process::id());
     let (ws, state) = (util::workspace(), tempfile::tempdir().unwrap());
     let (client, mut child) = serve_with_marker(&python, &server_python, &marker, ws.path(), state.path(), true).await;
@@ -246,14 +246,14 @@ fn server_temp_dirs(pid: u32) -> Vec<PathBuf> {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_mcp_servers_daemon_ends_with_the_host_on_every_exit() {
     let Some(python) = system_python() else { return };
-    let Some(server_python) = util::python_with("json") else { return };
+    let Some(server_python) = util::python_with("json", "the hostile MCP server runs on it") else { return };
 
     // The control: outside Cheng, the daemon outlives the script that left it.
     let control = format!("2001.{}", std::process::id());
     let seen = outside(&python, &["daemon", &control]);
     assert_eq!(seen["detached"], control.as_str());
-    std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(util::alive(&control), 1, "control: the daemon runs on");
+    // The script has exited (its output ended with it): a daemon seen now outlived it.
+    util::wait_until("control: the daemon runs on", Duration::from_secs(10), || util::alive(&control) == 1);
     let _ = std::process::Command::new("pkill").args(["-f", &control]).status();
 
     for (how, signal) in [("kill -9", Some(libc::SIGKILL)), ("SIGTERM", Some(libc::SIGTERM)), ("EOF", None)] {

@@ -366,11 +366,9 @@ fn shell_line(words: &[String]) -> String {
 fn fastmcp_lists_and_calls() {
     // `python -m fastmcp.cli` is the `fastmcp` script's own entry point, found without
     // depending on where pip put the script.
-    let py = util::python_with("fastmcp.cli");
-    if !util::require("the fastmcp CLI (PyPI fastmcp; .ci/run installs it)", py.is_some()) {
+    let Some(py) = util::python_with("fastmcp.cli", "the fastmcp CLI (PyPI fastmcp; .ci/run installs it)") else {
         return;
-    }
-    let py = py.unwrap();
+    };
     for case in cli_cases() {
         let who = format!("fastmcp {}", case.how);
         let run = |args: &[&str]| {

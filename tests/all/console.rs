@@ -109,6 +109,9 @@ async fn every_route_answers_the_operator_and_refuses_everyone_else() {
     let run =
         runs.as_array().unwrap().iter().find(|r| r["status"] == "awaiting-approval").expect("an awaiting run").clone();
     assert!(run["activity"].as_str().unwrap().starts_with("echo one"), "{run}");
+    // It names its workspace (the console's runs table shows it), absolute and resolved.
+    let ws = std::fs::canonicalize(s.ws.path()).unwrap();
+    assert_eq!(run["workspace"], ws.display().to_string(), "{run}");
     // Wrong method, a bad body, an unknown id.
     assert_eq!(api(&server, "GET", &path, Some(&op), None).await.0, 405);
     assert_eq!(api(&server, "POST", &path, Some(&op), Some(json!({"decision": "maybe"}))).await.0, 400);
@@ -389,6 +392,10 @@ async fn the_console_in_a_real_browser_approves_declines_and_shows_hostile_cards
     let detail = review["detail"].as_str().unwrap();
     assert!(detail.contains("from-the-console") && detail.contains("approved by operator:"), "{detail}");
     assert!(review["strip"].as_str().unwrap().contains("calls/min"), "{review}");
+    // The runs table names each run's workspace.
+    let ws = std::fs::canonicalize(s.ws.path()).unwrap().display().to_string();
+    let runs = review["runs"].as_array().unwrap();
+    assert!(runs.iter().any(|r| r.as_array().unwrap().iter().any(|c| c == ws.as_str())), "{ws} in {review}");
     // Both widths: nothing overflows the page, no one-line cell wraps.
     for width in ["wide", "narrow"] {
         assert_eq!(review[width]["overflow"], false, "{width}: {review}");

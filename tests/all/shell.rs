@@ -70,6 +70,15 @@ fn kill_all(marker: &str) {
     }
 }
 
+/// Live processes that are exactly `sleep <marker>` (exec'd, not a shell about to).
+fn sleeping(marker: &str) -> usize {
+    let exact = format!("sleep\0{marker}\0");
+    alive(marker)
+        .into_iter()
+        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == exact.as_bytes()))
+        .count()
+}
+
 /// Poll until nothing matches `marker` (up to `secs`); returns what is still alive.
 fn settle(marker: &str, secs: u64) -> Vec<i32> {
     let until = Instant::now() + Duration::from_secs(secs);
@@ -197,14 +206,18 @@ async fn cancel_during_run_reports_cancelled_and_leaves_nothing() {
     let ws = util::workspace();
     let h = yes_host("").await;
     let token = CancellationToken::new();
-    let t2 = token.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(400)).await;
-        t2.cancel();
-    });
-    let cx = Context::new(ws.path()).cancel_with(token);
+    let cx = Context::new(ws.path()).cancel_with(token.clone());
     let script = "setsid sleep 1003.5 & echo started; sleep 1003.5";
-    let r = h.call(&cx, "workspace_shell", json!({"command": "sh", "args": ["-c", script]})).await;
+    let h2 = h.clone();
+    let call =
+        tokio::spawn(
+            async move { h2.call(&cx, "workspace_shell", json!({"command": "sh", "args": ["-c", script]})).await },
+        );
+    // Cancelled while it runs: once both sleeps (the detached one and the foreground one,
+    // after the echo) have started.
+    util::wait_until_async("the command's two sleeps", Duration::from_secs(30), || sleeping("1003.5") >= 2).await;
+    token.cancel();
+    let r = call.await.unwrap();
     assert_eq!(r.output["termination"], "cancelled", "{}", r.output);
     assert_eq!(r.output["stdout"], "started\n");
     assert_eq!(r.output["error_kind"], "LOCAL_EXECUTOR_CANCELLED");
@@ -217,16 +230,23 @@ async fn cancel_during_approval_runs_nothing() {
     let rec = Arc::new(Recorder { cards: Mutex::default(), answer: None });
     let h = host_with("", rec.clone()).await;
     let token = CancellationToken::new();
-    let t2 = token.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        t2.cancel();
-    });
-    let cx = Context::new(ws.path()).cancel_with(token);
-    let r = h.call(&cx, "workspace_shell", json!({"command": "touch", "args": ["ran.txt"]})).await;
+    let cx = Context::new(ws.path()).cancel_with(token.clone());
+    let h2 = h.clone();
+    let call =
+        tokio::spawn(
+            async move { h2.call(&cx, "workspace_shell", json!({"command": "touch", "args": ["ran.txt"]})).await },
+        );
+    // Cancelled while the card waits for a person.
+    util::wait_until_async("the approval card", Duration::from_secs(30), || !rec.cards.lock().unwrap().is_empty())
+        .await;
+    token.cancel();
+    let r = call.await.unwrap();
     assert_eq!(r.error_kind, Some(cheng_host::ErrorKind::Cancelled), "{}", r.output);
-    assert_eq!(rec.cards.lock().unwrap().len(), 1);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let card = rec.cards.lock().unwrap().clone();
+    assert_eq!(card.len(), 1);
+    // The card was withdrawn with the call: approving it now is too late, and the
+    // command never ran.
+    assert!(!h.answer_approval(&card[0].id, true), "the cancelled call's card was still pending");
     assert!(!ws.path().join("ran.txt").exists());
 }
 
@@ -254,11 +274,11 @@ async fn detached_term_ignoring_tree_is_stopped() {
     // Positive control: run outside cheng, these processes outlive their parent.
     let control = "1005.25";
     let mut c = std::process::Command::new("sh").args(["-c", &detaching_tree(control, 3)]).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // Killed once the tree stands: three detached sleeps and the parent's own.
+    util::wait_until("the control tree to start", Duration::from_secs(30), || sleeping(control) >= 4);
     unsafe { libc::kill(c.id() as i32, libc::SIGKILL) };
     let _ = c.wait();
-    std::thread::sleep(Duration::from_millis(100));
-    assert!(alive(control).len() >= 3, "the control tree should survive its parent");
+    assert!(sleeping(control) >= 3, "the control tree should survive its parent");
     kill_all(control);
 
     for (containment, marker) in [("auto", "1005.5"), ("walk", "1005.75")] {

@@ -24,6 +24,20 @@ pub(crate) fn keypair(dir: &Path, name: &str) -> String {
     std::fs::read_to_string(&public).unwrap().lines().nth(1).unwrap().trim().to_string()
 }
 
+/// The key id minisign wrote in `dir/name.pub`'s comment (`untrusted comment: minisign
+/// public key <ID>`), as it wrote it: upper-case hex without leading zeros.
+fn pub_key_id(dir: &Path, name: &str) -> String {
+    let text = std::fs::read_to_string(dir.join(format!("{name}.pub"))).unwrap();
+    let comment = text.lines().next().unwrap_or_default();
+    let id = comment.strip_prefix("untrusted comment: minisign public key ").unwrap_or_else(|| panic!("{text}"));
+    id.trim().to_string()
+}
+
+/// A key id (hex) as the number it is: ids are compared as numbers, never as text.
+fn id_number(hex: &str) -> u64 {
+    u64::from_str_radix(hex, 16).unwrap_or_else(|e| panic!("key id {hex:?} is not hex: {e}"))
+}
+
 /// Sign `file` with `dir/name.key` (`legacy`: minisign's -l), trusted comment `comment`.
 pub(crate) fn sign(dir: &Path, name: &str, file: &Path, comment: &str, legacy: bool) {
     let mut c = Command::new("minisign");
@@ -137,9 +151,55 @@ async fn only_a_listed_key_signing_these_very_bytes_loads_a_plugin() {
     let out = util::cheng(ws.path()).args(["plugin", "inspect"]).arg(&good).output().unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["signature"]["trusted_comment"], "release 1.0");
-    let key_line = std::fs::read_to_string(d.join("alice.pub")).unwrap();
-    let key_id = report["signature"]["key_id"].as_str().unwrap().to_string();
-    assert!(key_line.contains(&key_id), "minisign names the key {key_id} in its .pub: {key_line}");
+    let key_id = report["signature"]["key_id"].as_str().unwrap();
+    let minisigns = pub_key_id(d, "alice");
+    assert_eq!(id_number(key_id), id_number(&minisigns), "minisign names the key {minisigns} in its .pub: {report}");
+}
+
+/// minisign prints a key id without leading zeros (`%" PRIX64`): a key whose id starts
+/// with a zero nibble (one in sixteen) is `882A9B965100048` in its `.pub`, and Cheng
+/// names it the same way, in `cheng plugin inspect` and in a refusal, so it can be found
+/// there as written. Keys are made until one such turns up (at most 400 tries; all 400
+/// missing has odds of about 1 in 10^11), with a full-width one as the control.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_id_is_named_as_minisign_prints_it_even_with_a_leading_zero() {
+    if !minisign() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (mut short, mut full) = (None, None);
+    for i in 0..400 {
+        let name = format!("k{i}");
+        let key = keypair(d, &name);
+        let id = pub_key_id(d, &name);
+        let slot = if id.len() < 16 { &mut short } else { &mut full };
+        slot.get_or_insert((name, key, id));
+        if short.is_some() && full.is_some() {
+            break;
+        }
+    }
+    let (short, full) = (short.expect("no key id with a leading zero in 400 keys"), full.unwrap());
+    let ws = util::workspace();
+    for (name, _, id) in [&short, &full] {
+        let file = component(d, name);
+        sign(d, name, &file, "release 1.0", false);
+        let out = util::cheng(ws.path()).args(["plugin", "inspect"]).arg(&file).output().unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["signature"]["key_id"], id.as_str(), "minisign's .pub names it {id}: {report}");
+    }
+    // Signed by the short-id key, only the other listed: the refusal names the signer as
+    // minisign does.
+    let file = d.join(format!("{}.wasm", short.0));
+    let cfg_path = d.join("cheng.toml");
+    std::fs::write(&cfg_path, entry("tool", &file, &[&full.1], None)).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let mut b = HostBuilder::new();
+    b.config(Config::load(&cfg_path).unwrap());
+    b.state_dir(state.path()).cache_dir(util::shared_state().join("cache"));
+    let errors = b.build().await.unwrap().load_errors().to_vec();
+    let named = format!("signed by key {},", short.2);
+    assert!(errors.len() == 1 && errors[0].contains(&named), "{named} in {errors:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

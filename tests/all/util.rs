@@ -217,12 +217,36 @@ pub fn node24() -> Option<PathBuf> {
     p.is_file().then_some(p)
 }
 
-/// The real Python interpreter (not a version manager's shim), with `module` importable.
-pub fn python_with(module: &str) -> Option<PathBuf> {
-    let out = std::process::Command::new("python3")
+/// The real Python interpreter (not a version manager's shim), with `module` importable;
+/// without it, a skip through [`require`] (a failure under CI) naming `what` provides it.
+pub fn python_with(module: &str, what: &str) -> Option<PathBuf> {
+    let found = std::process::Command::new("python3")
         .args(["-c", &format!("import sys, {module}; print(sys.executable)")])
         .output()
-        .ok()?;
-    let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    (out.status.success() && p.is_file()).then(|| std::fs::canonicalize(&p).unwrap_or(p))
+        .ok()
+        .and_then(|out| {
+            let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+            (out.status.success() && p.is_file()).then(|| std::fs::canonicalize(&p).unwrap_or(p))
+        });
+    require(&format!("python3 with the module {module} ({what})"), found.is_some()).then(|| found.unwrap())
+}
+
+/// Poll `cond` (every 10 ms) until it holds; a failure naming `what` when it has not
+/// within `within` — for a test that waits on something to happen, in place of a fixed
+/// sleep that a slow machine outlasts.
+pub fn wait_until(what: &str, within: std::time::Duration, mut cond: impl FnMut() -> bool) {
+    let until = std::time::Instant::now() + within;
+    while !cond() {
+        assert!(std::time::Instant::now() < until, "waited {within:?} for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// [`wait_until`] for async tests: polls without holding up the runtime's thread.
+pub async fn wait_until_async(what: &str, within: std::time::Duration, mut cond: impl FnMut() -> bool) {
+    let until = std::time::Instant::now() + within;
+    while !cond() {
+        assert!(std::time::Instant::now() < until, "waited {within:?} for {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
 }

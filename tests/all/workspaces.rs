@@ -196,3 +196,58 @@ fn over_http_a_root_must_be_allowed_and_a_pinned_token_wins() {
     assert!(places.contains(&p.path("work/a").to_str().unwrap()), "{places:?}");
     assert!(places.contains(&p.path("work/b").to_str().unwrap()), "{places:?}");
 }
+
+/// A workspace given relative (`--workspace tb/ws`), through a symbolic link or with `..`
+/// in it is recorded as the absolute, resolved directory, by `cheng call` and by `cheng
+/// serve`: a record names the same place whatever directory the command ran in.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_relative_or_linked_workspace_is_recorded_absolute_and_resolved() {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(base.join("tb/ws")).unwrap();
+    std::fs::write(base.join("tb/ws/which.txt"), "ws").unwrap();
+    std::os::unix::fs::symlink(base.join("tb"), base.join("link")).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    // Components compile once: the shared cache (entries keyed by content and engine).
+    let shared = util::shared_state().join("cache");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::os::unix::fs::symlink(&shared, state.path().join("cache")).unwrap();
+    let read = serde_json::json!({"path": "which.txt"}).to_string();
+    for given in ["tb/ws", "link/ws", "./tb/../link/ws"] {
+        let out = util::cheng_in(Path::new(given), state.path())
+            .current_dir(&base)
+            .args(["call", "read_file", &read])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{given}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    // `cheng serve` over stdio, started in `base` with a relative, linked workspace.
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_cheng"));
+    cmd.arg("--state-dir").arg(state.path()).args(["--workspace", "link/ws", "serve"]);
+    cmd.current_dir(&base).env_remove("CHENG_CONFIG").env_remove("CHENG_AUTO_APPROVE").env("CHENG_LOG", "error");
+    cmd.env("XDG_CONFIG_HOME", util::shared_state().join("no-config"));
+    let (server, _) =
+        rmcp::transport::TokioChildProcess::builder(cmd).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let client = ().serve(server).await.unwrap();
+    let args = serde_json::json!({"path": "which.txt"}).as_object().unwrap().clone();
+    let r = client.call_tool(CallToolRequestParams::new("read_file").with_arguments(args)).await.unwrap();
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    let _ = client.cancel().await;
+
+    let places = || {
+        let out = util::cheng_in(&base, state.path()).args(["records", "--tool", "read_file"]).output().unwrap();
+        let recs: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        let places: Vec<String> = recs
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|r| r["workspace"].as_str().unwrap_or("(none)").to_string())
+            .collect();
+        places
+    };
+    util::wait_until("the four calls' records", std::time::Duration::from_secs(30), || places().len() >= 4);
+    let ws = base.join("tb/ws").display().to_string();
+    assert_eq!(places(), vec![ws; 4], "every record names the resolved workspace");
+}

@@ -7,7 +7,8 @@
 //   approve | decline  — wait for the next card, report its text, click the button
 //   inspect            — wait for the next card, report its text and whether any script
 //                        it carried ran, save a screenshot, then decline it
-//   review             — report the approvals history, open the newest ok record of
+//   review             — report the approvals history and the runs tables' rows (busy
+//                        and idle), open the newest ok record of
 //                        workspace_shell and report its detail, then at 1280 and 420 px
 //                        save a screenshot (SCREENSHOT_PATH with -1280/-420) and report
 //                        the layout: horizontal overflow, the tallest one-line cell
@@ -66,13 +67,17 @@ async function review() {
   await page.waitForFunction(() => document.querySelectorAll("#history tbody tr").length >= 3, null, { timeout: 15000 });
   const history = await page.$$eval("#history tbody tr", (rows) =>
     rows.map((r) => [...r.children].map((c) => c.textContent)));
+  await page.waitForFunction(() => document.querySelectorAll("#runs tbody tr, #idle-runs tbody tr").length >= 1, null,
+    { timeout: 15000 });
+  const runs = await page.$$eval("#runs tbody tr, #idle-runs tbody tr", (rows) =>
+    rows.map((r) => [...r.children].map((c) => c.textContent)));
   const row = await page.waitForFunction(() => [...document.querySelectorAll("#records tbody tr.clickable")].find(
     (r) => r.children[1].textContent === "workspace_shell" && r.children[2].textContent === "ok"), null, { timeout: 15000 });
   await row.asElement().click();
   await page.waitForSelector("#record-detail:not([hidden])");
   const detail = await page.textContent("#record-detail");
   const strip = await page.textContent("#strip");
-  return { history, detail, strip, wide: await layout(1280), narrow: await layout(420) };
+  return { history, runs, detail, strip, wide: await layout(1280), narrow: await layout(420) };
 }
 
 const seen = new Set();

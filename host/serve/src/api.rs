@@ -90,7 +90,7 @@ fn status_of(host: &Host, run: &cheng_host::observe::RunEntry) -> (&'static str,
 fn run_json(host: &Host, r: &cheng_host::observe::RunEntry) -> Value {
     let (status, activity) = status_of(host, r);
     json!({
-        "id": r.id, "status": status, "activity": activity, "role": r.role, "calls": r.calls,
+        "id": r.id, "status": status, "activity": activity, "role": r.role, "workspace": r.workspace, "calls": r.calls,
         "active": r.active, "last_tool": r.last_tool, "last_ms": r.last_ms,
     })
 }

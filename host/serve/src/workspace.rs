@@ -46,6 +46,12 @@ pub struct Roots {
 }
 
 impl WorkspaceChoice {
+    /// `--workspace DIR`: [`WorkspaceChoice::Given`] the directory [`resolve_given`] makes
+    /// of `dir`.
+    pub fn given(dir: &Path) -> WorkspaceChoice {
+        WorkspaceChoice::Given(resolve_given(dir))
+    }
+
     /// Roots within `allowed` (globs; empty: any directory that is not guarded), with
     /// `state_dir` and the home guarded.
     pub fn from_roots(allowed: &[String], state_dir: &Path) -> Result<WorkspaceChoice, NoWorkspace> {
@@ -220,6 +226,14 @@ fn home_dir() -> Option<PathBuf> {
     Some(std::fs::canonicalize(&home).unwrap_or(home))
 }
 
+/// A workspace given on the command line, as calls and their records name it: absolute
+/// and resolved (symbolic links and `..` followed), whatever the current directory was —
+/// `--workspace tb/ws` is recorded as `/home/me/tb/ws`. A directory that does not resolve
+/// (it does not exist) is made absolute as written; its calls fail as they would have.
+pub fn resolve_given(dir: &Path) -> PathBuf {
+    std::fs::canonicalize(dir).or_else(|_| std::path::absolute(dir)).unwrap_or_else(|_| dir.to_path_buf())
+}
+
 /// Whether the current directory may be the workspace of a command that was given
 /// none (`cheng call`, `cheng mcp diff`): the same refusal as for sessions.
 pub fn current_dir_default(state_dir: &Path) -> Result<PathBuf, NoWorkspace> {
@@ -245,6 +259,24 @@ mod tests {
 
     fn uri(p: &Path) -> String {
         url::Url::from_file_path(p).unwrap().to_string()
+    }
+
+    #[test]
+    fn a_given_workspace_is_absolute_and_resolved() {
+        let t = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(t.path()).unwrap();
+        std::fs::create_dir_all(base.join("tb/ws")).unwrap();
+        std::os::unix::fs::symlink(base.join("tb"), base.join("link")).unwrap();
+        for spelled in [base.join("tb/ws"), base.join("link/ws"), base.join("tb/../tb/./ws")] {
+            assert_eq!(resolve_given(&spelled), base.join("tb/ws"), "{}", spelled.display());
+        }
+        let WorkspaceChoice::Given(dir) = WorkspaceChoice::given(&base.join("link/ws")) else { panic!("not given") };
+        assert_eq!(dir, base.join("tb/ws"));
+        // Relative to the current directory (the test process's; made absolute, not left
+        // relative): a missing one is absolute as written.
+        let here = std::env::current_dir().unwrap();
+        assert_eq!(resolve_given(Path::new("no-such-dir-cheng/ws")), here.join("no-such-dir-cheng/ws"));
+        assert!(resolve_given(Path::new(".")).is_absolute());
     }
 
     #[test]

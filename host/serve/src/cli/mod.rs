@@ -114,11 +114,12 @@ pub fn need_state(state: &Option<PathBuf>) -> Result<PathBuf> {
     Ok(state.clone().ok_or_else(|| UsageError("no state directory; pass --state-dir".into()))?)
 }
 
-/// The workspace: `--workspace`, else the current directory — unless that is `/`, the
-/// home, or holds the home or the state dir (refused with how to give one).
+/// The workspace: `--workspace` (absolute and resolved, as records name it), else the
+/// current directory — unless that is `/`, the home, or holds the home or the state dir
+/// (refused with how to give one).
 pub fn workspace_of(workspace: &Option<PathBuf>, state: &Option<PathBuf>) -> Result<PathBuf> {
     match workspace {
-        Some(w) => Ok(w.clone()),
+        Some(w) => Ok(cheng_serve::workspace::resolve_given(w)),
         None => {
             let state = state.clone().unwrap_or_default();
             Ok(cheng_serve::workspace::current_dir_default(&state).map_err(|e| UsageError(e.0))?)

@@ -36,7 +36,7 @@ pub async fn serve(
 ) -> Result<u8> {
     let state_dir = need_state(state)?;
     let workspace = match &cli.workspace {
-        Some(w) => WorkspaceChoice::Given(w.clone()),
+        Some(w) => WorkspaceChoice::given(w),
         None => WorkspaceChoice::from_roots(&config.serve.workspaces, &state_dir).map_err(|e| UsageError(e.0))?,
     };
     if asked.http.is_some() && cli.workspace.is_none() && config.serve.workspaces.is_empty() {
