@@ -2,9 +2,10 @@
 //! (`tests/fixtures/otlp/collector.py`), which decodes what it receives with the official
 //! protobuf definitions (PyPI `opentelemetry-proto`): calls as spans with the caller's
 //! trace as parent, the trace carried on to web pages and MCP servers, counters as OTLP
-//! metrics, arguments and results only when asked for; a collector that is down or
-//! stuck costs spans (counted), never calls; `cheng call` and `cheng serve` continue the
-//! trace they are given.
+//! metrics, arguments and results (and what is derived from them: error messages,
+//! denials' targets) only when asked for, checked on the raw bodies; a collector that
+//! is down or stuck costs spans (counted), never calls; `cheng call` and `cheng serve`
+//! continue the trace they are given.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -33,13 +34,13 @@ struct Collector {
 
 impl Collector {
     fn start(mode: &str) -> Option<Collector> {
-        let python = util::python_with(
-            "opentelemetry.proto.collector.trace.v1.trace_service_pb2",
-            "opentelemetry-proto from PyPI; .ci/run installs it",
-        )?;
+        let python = util::python_with("opentelemetry.proto.collector.trace.v1.trace_service_pb2");
+        if !util::require("python3 with opentelemetry-proto (PyPI)", python.is_some()) {
+            return None;
+        }
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("seen.jsonl");
-        let mut child = std::process::Command::new(python)
+        let mut child = std::process::Command::new(python.unwrap())
             .arg(util::repo().join("tests/fixtures/otlp/collector.py"))
             .arg(&out)
             .args(["--mode", mode])
@@ -63,6 +64,11 @@ impl Collector {
 
     fn raw(&self) -> String {
         std::fs::read_to_string(&self.out).unwrap_or_default()
+    }
+
+    /// Every OTLP request body as it arrived, concatenated (protobuf, undecoded).
+    fn bodies(&self) -> Vec<u8> {
+        std::fs::read(self.out.with_extension("jsonl.raw")).unwrap_or_default()
     }
 
     /// What was seen once `done` holds (20 s at most).
@@ -323,4 +329,78 @@ fn the_command_line_and_the_server_continue_the_trace_they_are_given() {
     let served = spans(&seen).into_iter().find(|s| s["trace_id"] == other).unwrap();
     assert_eq!(served["parent_span_id"], "b7ad6b7169203331", "{served}");
     assert_eq!(served["attributes"]["gen_ai.tool.name"], "read_file");
+}
+
+/// Whether `needle` occurs in `hay`, byte for byte.
+fn holds(hay: &[u8], needle: &str) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+/// Without `export_arguments` and `export_results`, nothing derived from either reaches
+/// the collector: not the arguments, not the result, not an error message quoting a
+/// path, not a denial's target. Checked on the request bodies as they arrived, for an
+/// ok, an error and a denied call; with both on, the same markers are there (the
+/// control: the search finds what is sent).
+#[tokio::test(flavor = "multi_thread")]
+async fn without_opt_in_nothing_from_arguments_or_results_reaches_the_collector() {
+    let Some(c) = Collector::start("ok") else { return };
+    let ws = util::workspace();
+    let (arg, res) = ("argmark-5d1e", "resmark-9b2c");
+    std::fs::write(ws.path().join(format!("{arg}-ok.txt")), format!("{res}\n")).unwrap();
+    // A loopback address the egress guard refuses (no `allow_private`): a network denial
+    // whose target is the URL the model asked for.
+    let refused = format!("http://127.0.0.1:9/{arg}-denied");
+    let calls = |run: &'static str, config: String| {
+        let (ws, refused) = (ws.path().to_path_buf(), refused.clone());
+        async move {
+            let state = tempfile::tempdir().unwrap();
+            let host = util::host_in(&config, state.path()).await;
+            assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
+            let cx = Context::new(ws.clone()).role("agent").run(run);
+            let r = host.call(&cx, "read_file", json!({"path": format!("{arg}-ok.txt")})).await;
+            assert_eq!(r.status, cheng_host::Status::Ok, "{}", r.output);
+            let r = host.call(&cx, "read_file", json!({"path": format!("{arg}-missing.txt")})).await;
+            assert_eq!(r.status, cheng_host::Status::Error, "{}", r.output);
+            assert!(r.output.to_string().contains(arg), "the message quotes the path: {}", r.output);
+            let r = host.call(&cx, "web_fetch", json!({"url": refused})).await;
+            assert_eq!(r.status, cheng_host::Status::Denied, "{}", r.output);
+            host.flush_telemetry();
+        }
+    };
+    let roles = "[roles.agent]\ntools = [\"read_file\", \"web_fetch\"]\n";
+    calls("closed-run", format!("[telemetry]\nendpoint = \"{}\"\n{roles}", c.endpoint())).await;
+    let seen = c.wait_for(|s| spans(s).iter().filter(|s| s["attributes"]["cheng.run"] == "closed-run").count() >= 3);
+    let bodies = c.bodies();
+    // The bodies are the spans as sent: the run and the error kinds are in them.
+    assert!(holds(&bodies, "closed-run") && holds(&bodies, "LOCAL_EXECUTOR_NOT_FOUND"), "{}", c.raw());
+    for marker in [arg, res] {
+        assert!(!holds(&bodies, marker), "{marker} left the host: {}", String::from_utf8_lossy(&bodies));
+    }
+    // The failed span's status is its kind; the denial event names the right and kind.
+    let error = spans(&seen)
+        .into_iter()
+        .find(|s| s["attributes"]["cheng.run"] == "closed-run" && s["attributes"]["cheng.status"] == "error")
+        .unwrap();
+    assert_eq!(error["status"], json!({"code": 2, "message": "LOCAL_EXECUTOR_NOT_FOUND"}), "{error}");
+    let denied = span_of(&seen, "closed-run", "web_fetch");
+    assert_eq!(denied["attributes"]["cheng.status"], "denied", "{denied}");
+    assert_eq!(denied["status"]["message"], "LOCAL_EXECUTOR_NOT_GRANTED", "{denied}");
+    let event = &denied["events"][0];
+    assert_eq!(event["name"], "cheng.denial");
+    assert_eq!(event["attributes"], json!({"cheng.right": "network", "cheng.kind": "LOCAL_EXECUTOR_NOT_GRANTED"}));
+
+    // Opted in: the arguments, the result and the denial's target go.
+    let open = format!(
+        "[telemetry]\nendpoint = \"{}\"\nexport_arguments = true\nexport_results = true\n{roles}",
+        c.endpoint()
+    );
+    calls("open-run", open).await;
+    let seen = c.wait_for(|s| spans(s).iter().filter(|s| s["attributes"]["cheng.run"] == "open-run").count() >= 3);
+    let bodies = c.bodies();
+    assert!(holds(&bodies, arg) && holds(&bodies, res), "{}", c.raw());
+    let denied = span_of(&seen, "open-run", "web_fetch");
+    let target = denied["events"][0]["attributes"]["cheng.target"].as_str().unwrap_or_default();
+    assert!(target.contains(arg), "{denied}");
+    // The status stays the kind even then: the message is in the result, when asked for.
+    assert_eq!(denied["status"]["message"], "LOCAL_EXECUTOR_NOT_GRANTED", "{denied}");
 }

@@ -158,7 +158,8 @@ pub struct TelemetryConfig {
     /// The `service.name` the host reports.
     #[serde(default = "default_service_name")]
     pub service_name: String,
-    /// Put each call's arguments (as its record keeps them) on its span (default false).
+    /// Put each call's arguments (as its record keeps them), and its denials' targets and
+    /// messages, on its span (default false).
     #[serde(default)]
     pub export_arguments: bool,
     /// Put each call's result (as its record keeps it) on its span (default false).

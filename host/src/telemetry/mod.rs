@@ -6,8 +6,12 @@
 //! - A call's span starts when the call does, as the child of the caller's trace context
 //!   when it sent one ([`crate::Context::traceparent`]), and ends with its record: tool,
 //!   role, run, workspace, status, error kind, approvals and their wait, denials (each an
-//!   event), network requests. Arguments and results are on it only when the operator
-//!   opts in (`export_arguments`, `export_results`).
+//!   event), network requests. Nothing derived from the arguments or the result leaves
+//!   the host unless the operator opts in: a failed span's status is its error kind (the
+//!   message quotes arguments: a refused path, a missing file, a declined command), a
+//!   denial event names the right and the kind, and its target and message go only with
+//!   `export_arguments`; the arguments themselves go with `export_arguments`, the result
+//!   with `export_results`.
 //! - What a call sends on carries the call's context: `traceparent`/`tracestate` on a
 //!   component's HTTP requests, in `_meta` of a `tools/call` to an MCP server (the keys
 //!   the MCP revision of 2026-07-28 reserves), and as headers to an HTTP MCP server.
@@ -158,17 +162,19 @@ impl Telemetry {
         }
         span.set_attributes(attributes);
         for d in &rec.denials {
-            span.add_event(
-                "cheng.denial",
-                vec![
-                    KeyValue::new("cheng.right", d.right.as_str()),
-                    KeyValue::new("cheng.target", d.target.clone()),
-                    KeyValue::new("cheng.message", d.message.clone()),
-                ],
-            );
+            let mut event =
+                vec![KeyValue::new("cheng.right", d.right.as_str()), KeyValue::new("cheng.kind", d.kind.code())];
+            // The target and the message name what the arguments asked for.
+            if self.export_arguments {
+                event.push(KeyValue::new("cheng.target", d.target.clone()));
+                event.push(KeyValue::new("cheng.message", d.message.clone()));
+            }
+            span.add_event("cheng.denial", event);
         }
         if rec.status != Status::Ok {
-            span.set_status(SpanStatus::error(rec.preview.clone()));
+            // The kind, never the message: a message quotes the arguments or the result.
+            let kind = rec.error_kind.clone().unwrap_or_else(|| rec.status.as_str().to_string());
+            span.set_status(SpanStatus::error(kind));
         }
         span.end();
     }
