@@ -22,6 +22,10 @@ fn kind_to_wit(kind: ErrorKind) -> wt::ErrorKind {
         Crashed => wt::ErrorKind::Crashed,
         BinaryFile => wt::ErrorKind::BinaryFile,
         TooLarge => wt::ErrorKind::TooLarge,
+        // Host-only kinds (MCP servers) have no WIT case: each crosses as the nearest one.
+        HandshakeTimeout => wt::ErrorKind::Timeout,
+        RefreshFailed => wt::ErrorKind::Crashed,
+        TransportError => wt::ErrorKind::Io,
     }
 }
 

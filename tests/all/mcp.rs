@@ -208,15 +208,16 @@ async fn the_filesystem_server_given_root_reads_the_workspace_but_landlock_refus
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_python_server_from_pypi_answers_under_fs_read() {
-    let Some(python) = util::python_with("mcp_server_time", "mcp-server-time from PyPI; .ci/run installs it") else {
+    let python = util::python_with("mcp_server_time");
+    if !util::require("mcp-server-time from PyPI", python.is_some()) {
         return;
-    };
+    }
     let state = tempfile::tempdir().unwrap();
     let ws = util::workspace();
     let config = format!(
         "[[mcp_servers]]\nid = \"time\"\ncommand = {}\nargs = [\"-m\", \"mcp_server_time\"]\nfs = \"read\"\n\
          approve = [\"convert_time\"]\n[roles.agent]\ntools = [\"time__get_current_time\", \"time__convert_time\"]\n",
-        toml_str(&python)
+        toml_str(python.as_ref().unwrap())
     );
     let host = util::host_in(&config, state.path()).await;
     assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
@@ -247,7 +248,7 @@ struct Hostile {
 }
 
 async fn hostile() -> Option<Hostile> {
-    let python = util::python_with("json", "the hostile MCP server runs on it")?;
+    let python = util::python_with("json")?;
     let script = util::repo().join("tests/fixtures/mcp/hostile.py");
     let state = tempfile::tempdir().unwrap();
     let config = format!(
@@ -277,7 +278,7 @@ impl Hostile {
 /// the operator: `cheng tools` never lets a server's text clear or recolour the terminal.
 #[test]
 fn a_servers_description_is_capped_and_shown_escaped() {
-    let Some(python) = util::python_with("json", "the hostile MCP server runs on it") else { return };
+    let Some(python) = util::python_with("json") else { return };
     let script = util::repo().join("tests/fixtures/mcp/hostile.py");
     let state = tempfile::tempdir().unwrap();
     let ws = util::workspace();
@@ -323,16 +324,16 @@ async fn a_hostile_server_crashes_floods_and_lies_and_the_next_call_still_works(
     let Some(h) = hostile().await else { return };
     h.ok_still().await;
 
-    // It exits in the middle of a call.
+    // It exits in the middle of a call: the connection failed (not a crash of the host's).
     let r = h.call("bad__exit", json!({})).await;
-    assert_eq!(r.error_kind, Some(ErrorKind::Crashed), "{}", r.output);
+    assert_eq!(r.error_kind, Some(ErrorKind::TransportError), "{}", r.output);
     let msg = r.output["error"].as_str().unwrap();
-    assert!(msg.starts_with("The tool \"bad__exit\" crashed: "), "{msg}");
+    assert!(msg.starts_with("The connection to the MCP server \"bad\" behind \"bad__exit\" failed: "), "{msg}");
     h.ok_still().await;
 
     // It answers with a line that is not JSON.
     let r = h.call("bad__garbage", json!({})).await;
-    assert_eq!(r.error_kind, Some(ErrorKind::Crashed), "{}", r.output);
+    assert_eq!(r.error_kind, Some(ErrorKind::TransportError), "{}", r.output);
     assert!(r.output["error"].as_str().unwrap().contains("malformed JSON-RPC"), "{}", r.output);
     h.ok_still().await;
 
@@ -341,13 +342,105 @@ async fn a_hostile_server_crashes_floods_and_lies_and_the_next_call_still_works(
     assert_eq!(text_of(&r.output), "flooded", "{}", r.output);
     // It floods stdout with one 26 MB message: past the cap, the connection ends.
     let r = h.call("bad__flood_stdout", json!({})).await;
-    assert_eq!(r.error_kind, Some(ErrorKind::Crashed), "{}", r.output);
+    assert_eq!(r.error_kind, Some(ErrorKind::TransportError), "{}", r.output);
     assert!(r.output["error"].as_str().unwrap().contains("a message over"), "{}", r.output);
     h.ok_still().await;
 
     // It never answers: the per-call timeout.
     let r = h.call("bad__hang", json!({})).await;
     assert_eq!(r.error_kind, Some(ErrorKind::Timeout), "{}", r.output);
+    h.ok_still().await;
+}
+
+/// `h`'s configuration with `command` in place of its command (its pins, in the same
+/// state directory, are kept: the server is not started when the host is built).
+fn with_command(h: &Hostile, command: &Path) -> String {
+    let line = |l: &str| match l.starts_with("command = ") {
+        true => format!("command = {}", toml_str(command)),
+        false => l.to_string(),
+    };
+    h.config.lines().map(line).collect::<Vec<_>>().join("\n")
+}
+
+/// A server whose process cannot be started: its command is not there, or `execve`
+/// refuses it (an interpreter that does not exist). Each call fails with
+/// `spawn_failed`, the restart's wait too.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_cannot_be_started_fails_with_spawn_failed() {
+    let Some(h) = hostile().await else { return };
+    h.ok_still().await;
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("server");
+    std::fs::write(&script, "#!/nonexistent/cheng-interpreter\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // The control: outside Cheng, the system cannot start it either.
+    let control = std::process::Command::new(&script).status();
+    assert_eq!(control.map_err(|e| e.kind()).unwrap_err(), std::io::ErrorKind::NotFound);
+    let script_said = format!("`{}` could not be started", script.display());
+    for (command, why) in [
+        (PathBuf::from("cheng-no-such-server-7c1"), "was not found on the host's PATH"),
+        (script.clone(), script_said.as_str()),
+    ] {
+        let host = util::host_in(&with_command(&h, &command), &h.state_path).await;
+        assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
+        let cx = Context::new(h.ws.path()).role("agent");
+        let r = host.call(&cx, "bad__ok", json!({})).await;
+        assert_eq!((r.status, r.error_kind), (Status::Error, Some(ErrorKind::SpawnFailed)), "{}", r.output);
+        let msg = r.output["error"].as_str().unwrap();
+        assert!(msg.contains("could not be started") && msg.contains(why), "{msg}");
+        assert_eq!(r.output["terminal"], true);
+        // The next call, inside the restart's wait, says the same kind.
+        let r = host.call(&cx, "bad__ok", json!({})).await;
+        assert_eq!(r.error_kind, Some(ErrorKind::SpawnFailed), "{}", r.output);
+        assert!(r.output["error"].as_str().unwrap().contains("it is restarted on a call after"), "{}", r.output);
+    }
+}
+
+/// A server that never answers `initialize` fails with `handshake_timeout` (after the
+/// handshake's budget, at least 10 s); one that exits during it with `transport_error`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_handshake_is_a_handshake_timeout_or_a_transport_error() {
+    let Some(h) = hostile().await else { return };
+    std::fs::write(h.ws.path().join("mode.txt"), "mute").unwrap();
+    let t = Instant::now();
+    let r = h.call("bad__ok", json!({})).await;
+    assert_eq!(r.error_kind, Some(ErrorKind::HandshakeTimeout), "{}", r.output);
+    assert!(r.output["error"].as_str().unwrap().contains("did not finish the MCP handshake within 10000 ms"));
+    assert_eq!(r.output["terminal"], false, "a later call starts it again");
+    assert!(t.elapsed() >= Duration::from_secs(10) && t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+
+    std::fs::write(h.ws.path().join("mode.txt"), "die").unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await; // past the restart's wait
+    let r = h.call("bad__ok", json!({})).await;
+    assert_eq!(r.error_kind, Some(ErrorKind::TransportError), "{}", r.output);
+    let msg = r.output["error"].as_str().unwrap();
+    assert!(msg.starts_with("The connection to the MCP server \"bad\" behind \"bad__ok\" failed: "), "{msg}");
+
+    // The control: the same server, answering again, is started and called.
+    std::fs::write(h.ws.path().join("mode.txt"), "v1").unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    h.ok_still().await;
+}
+
+/// A server that announces changed tools and then cannot list them: the call is not
+/// sent (`refresh_failed`), and neither is the next one until a listing succeeds.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_list_that_cannot_be_read_is_refresh_failed_until_it_can() {
+    let Some(h) = hostile().await else { return };
+    h.ok_still().await;
+    std::fs::write(h.ws.path().join("mode.txt"), "nolist").unwrap();
+    h.ok_still().await; // the server announces list_changed with this answer
+    for _ in 0..2 {
+        let r = h.call("bad__ok", json!({})).await;
+        assert_eq!(r.error_kind, Some(ErrorKind::RefreshFailed), "{}", r.output);
+        let msg = r.output["error"].as_str().unwrap();
+        assert!(
+            msg.contains("could not be read, so the call was not sent") && msg.contains("the list is broken"),
+            "{msg}"
+        );
+    }
+    // Listing again works: the calls go through.
+    std::fs::write(h.ws.path().join("mode.txt"), "v1").unwrap();
     h.ok_still().await;
 }
 
@@ -358,7 +451,7 @@ async fn a_hostile_server_cannot_reach_a_loopback_port() {
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
     // The control: the same script, outside Cheng, connects.
-    let out = std::process::Command::new(util::python_with("json", "the hostile MCP server runs on it").unwrap())
+    let out = std::process::Command::new(util::python_with("json").unwrap())
         .arg(util::repo().join("tests/fixtures/mcp/hostile.py"))
         .args(["--connect", &port.to_string()])
         .output()
@@ -472,7 +565,7 @@ async fn a_scoped_write_grant_writes_only_its_folder_and_never_the_hosts_state()
     b.state_dir(&inner_state);
     let host = b.build().await.unwrap();
     let r = host.call(&agent, "files__write_file", json!({"path": "out/z", "content": "y"})).await;
-    assert_eq!(r.error_kind, Some(ErrorKind::Crashed), "{}", r.output);
+    assert_eq!(r.error_kind, Some(ErrorKind::SpawnFailed), "{}", r.output);
     assert!(r.output["error"].as_str().unwrap().contains("lies where this server could write"), "{}", r.output);
 }
 

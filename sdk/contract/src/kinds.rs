@@ -1,5 +1,6 @@
-//! The stable failure vocabulary (the WIT `error-kind` enum): each kind's wire code
-//! (`LOCAL_EXECUTOR_*`) and whether it is terminal by default.
+//! The stable failure vocabulary (the WIT `error-kind` enum, and three kinds only the
+//! host issues, for MCP servers): each kind's wire code (`LOCAL_EXECUTOR_*`) and whether
+//! it is terminal by default.
 //!
 //! # Example
 //!
@@ -48,11 +49,22 @@ pub enum ErrorKind {
     BinaryFile,
     /// A size or count cap refuses the request as asked. Terminal.
     TooLarge,
+    /// Host only (not in the WIT enum): an MCP server did not finish its handshake
+    /// within its budget. Not terminal: the next call starts it again.
+    HandshakeTimeout,
+    /// Host only (not in the WIT enum): an MCP server's tool list could not be read
+    /// (at its start, or after it announced a change), so the call was not sent.
+    /// Terminal.
+    RefreshFailed,
+    /// Host only (not in the WIT enum): the connection to an MCP server failed: it
+    /// exited, closed its output, sent what is not JSON-RPC or a message over the cap,
+    /// or its HTTP endpoint failed. Terminal.
+    TransportError,
 }
 
 impl ErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ErrorKind; 15] = [
+    pub const ALL: [ErrorKind; 18] = [
         ErrorKind::InvalidArgument,
         ErrorKind::PathRefused,
         ErrorKind::NotFound,
@@ -68,6 +80,9 @@ impl ErrorKind {
         ErrorKind::Crashed,
         ErrorKind::BinaryFile,
         ErrorKind::TooLarge,
+        ErrorKind::HandshakeTimeout,
+        ErrorKind::RefreshFailed,
+        ErrorKind::TransportError,
     ];
 
     /// The wire name, e.g. `LOCAL_EXECUTOR_INVALID_ARGUMENT`.
@@ -88,12 +103,22 @@ impl ErrorKind {
             ErrorKind::Crashed => "LOCAL_EXECUTOR_CRASHED",
             ErrorKind::BinaryFile => "LOCAL_EXECUTOR_BINARY_FILE",
             ErrorKind::TooLarge => "LOCAL_EXECUTOR_TOO_LARGE",
+            ErrorKind::HandshakeTimeout => "LOCAL_EXECUTOR_HANDSHAKE_TIMEOUT",
+            ErrorKind::RefreshFailed => "LOCAL_EXECUTOR_REFRESH_FAILED",
+            ErrorKind::TransportError => "LOCAL_EXECUTOR_TRANSPORT_ERROR",
         }
     }
 
     /// Whether a failure of this kind is terminal unless the tool says otherwise.
     pub fn default_terminal(self) -> bool {
-        !matches!(self, ErrorKind::Timeout | ErrorKind::Cancelled | ErrorKind::OutputLimit | ErrorKind::Io)
+        !matches!(
+            self,
+            ErrorKind::Timeout
+                | ErrorKind::Cancelled
+                | ErrorKind::OutputLimit
+                | ErrorKind::Io
+                | ErrorKind::HandshakeTimeout
+        )
     }
 }
 
@@ -115,8 +140,17 @@ mod tests {
         codes.sort();
         codes.dedup();
         assert_eq!(codes.len(), ErrorKind::ALL.len());
-        // The retryable kinds are exactly these four.
+        // The retryable kinds are exactly these five.
         let retryable: Vec<_> = ErrorKind::ALL.iter().filter(|k| !k.default_terminal()).collect();
-        assert_eq!(retryable, [&ErrorKind::Timeout, &ErrorKind::Cancelled, &ErrorKind::OutputLimit, &ErrorKind::Io]);
+        assert_eq!(
+            retryable,
+            [
+                &ErrorKind::Timeout,
+                &ErrorKind::Cancelled,
+                &ErrorKind::OutputLimit,
+                &ErrorKind::Io,
+                &ErrorKind::HandshakeTimeout
+            ]
+        );
     }
 }

@@ -32,6 +32,10 @@ impl From<ErrorKind> for WitKind {
             ErrorKind::Crashed => WitKind::Crashed,
             ErrorKind::BinaryFile => WitKind::BinaryFile,
             ErrorKind::TooLarge => WitKind::TooLarge,
+            // Host-only kinds (MCP servers) have no WIT case: each crosses as the nearest one.
+            ErrorKind::HandshakeTimeout => WitKind::Timeout,
+            ErrorKind::RefreshFailed => WitKind::Crashed,
+            ErrorKind::TransportError => WitKind::Io,
         }
     }
 }

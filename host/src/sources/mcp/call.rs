@@ -1,7 +1,8 @@
 //! The pipeline's stage for a server's tool, after admission (grant, run, input
 //! checked against the pinned schema, workspace): withheld definitions refused, the
 //! approval `approve` asks for, the `running` record, the connection (started or
-//! restarted), the call under its timeout, the result under its cap.
+//! restarted), the call under its timeout, the result under its cap. A failure on the
+//! way has the kind of the step that failed ([`super::SourceError::kind`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,12 +40,12 @@ pub(crate) async fn run(
     }
     let conn = match server.conn(root).await {
         Ok(c) => c,
-        Err(why) => return scope.crashed(&why.to_string()),
+        Err(why) => return failed(scope, &id, why.kind(), &why.to_string()),
     };
     if conn.watch.list_changed.load(std::sync::atomic::Ordering::SeqCst)
         && let Err(why) = server.refresh(&conn).await
     {
-        return scope.crashed(&why.to_string());
+        return failed(scope, &id, why.kind(), &why.to_string());
     }
     if let Some(why) = server.withheld(tool) {
         return withheld(scope, &id, &why);
@@ -80,7 +81,7 @@ pub(crate) async fn run(
                 ),
             );
         }
-        Ok(Err(e)) => return scope.crashed(&conn.why(&e.to_string())),
+        Ok(Err(e)) => return failed(scope, &id, ErrorKind::TransportError, &conn.why(&e.to_string())),
         Ok(Ok(r)) => r,
     };
     server.succeeded(root).await;
@@ -95,6 +96,28 @@ pub(crate) async fn run(
         terminal: false,
         duration: scope.elapsed(),
     }
+}
+
+/// The server could not take the call: `kind` says at which step, `why` how.
+fn failed(scope: &CallScope, id: &str, kind: ErrorKind, why: &str) -> ToolResult {
+    let tool = &scope.tool;
+    let message = match kind {
+        ErrorKind::SpawnFailed => format!("The MCP server \"{id}\" behind \"{tool}\" could not be started: {why}."),
+        ErrorKind::HandshakeTimeout => {
+            format!(
+                "The MCP server \"{id}\" behind \"{tool}\" did not finish starting: {why}. A later call starts it again."
+            )
+        }
+        ErrorKind::RefreshFailed => format!(
+            "The tool list of the MCP server \"{id}\" behind \"{tool}\" could not be read, so the call was not sent: {why}."
+        ),
+        ErrorKind::TransportError => {
+            format!("The connection to the MCP server \"{id}\" behind \"{tool}\" failed: {why}.")
+        }
+        _ => format!("The MCP server \"{id}\" behind \"{tool}\" failed: {why}."),
+    };
+    let advice = if kind.default_terminal() { " Report this to the user rather than working around it." } else { "" };
+    scope.fail(Status::Error, kind, format!("{message}{advice}"))
 }
 
 fn withheld(scope: &CallScope, id: &str, why: &str) -> ToolResult {

@@ -5,7 +5,7 @@
 //! The framing is the host's, not the server's: one JSON-RPC message per line, at most
 //! [`crate::policy::mcp::DEFAULT_MESSAGE_BYTES`] each. A line that is not JSON, or one
 //! past the cap, ends the connection (and with it every call in flight) with the
-//! reason kept for the "crashed" result; a JSON line that is no MCP message is logged
+//! reason kept for the `transport_error` result; a JSON line that is no MCP message is logged
 //! and skipped. Stderr is drained continuously into a bounded tail, so a server that
 //! floods it never blocks, and never fills the host's memory.
 
@@ -19,6 +19,7 @@ use rmcp::service::{NotificationContext, RoleClient, RunningService, RxJsonRpcMe
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
+use super::SourceError;
 use super::pins::{Pinned, pin_of};
 use crate::process::mcp_server::ServerProcess;
 
@@ -144,12 +145,13 @@ pub(crate) async fn connect(
     mut process: ServerProcess,
     timeout: std::time::Duration,
     max_message: usize,
-) -> Result<Conn, String> {
+) -> Result<Conn, SourceError> {
     let watch = Arc::new(Watch::default());
     let stop = CancellationToken::new();
-    let stdin = process.stdin.take().ok_or("the server's stdin is gone")?;
-    let stdout = process.stdout.take().ok_or("the server's stdout is gone")?;
-    let stderr = process.stderr.take().ok_or("the server's stderr is gone")?;
+    let gone = |which: &str| SourceError::Start(format!("the server's {which} is gone"));
+    let stdin = process.stdin.take().ok_or_else(|| gone("stdin"))?;
+    let stdout = process.stdout.take().ok_or_else(|| gone("stdout"))?;
+    let stderr = process.stderr.take().ok_or_else(|| gone("stderr"))?;
 
     // Stderr: drained into the bounded tail.
     {
@@ -238,9 +240,13 @@ pub(crate) async fn connect(
     let service = match tokio::time::timeout(timeout, handler.serve((sink, stream))).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
-            return Err(watch.explain(watch.dead().unwrap_or_else(|| format!("the MCP handshake failed: {e}"))));
+            let why = watch.dead().unwrap_or_else(|| format!("the MCP handshake failed: {e}"));
+            return Err(SourceError::Transport(watch.explain(why)));
         }
-        Err(_) => return Err(format!("the server did not finish the MCP handshake within {} ms", timeout.as_millis())),
+        Err(_) => {
+            let why = format!("the server did not finish the MCP handshake within {} ms", timeout.as_millis());
+            return Err(SourceError::HandshakeTimeout(watch.explain(why)));
+        }
     };
     Ok(Conn { service, watch, _stop: guard })
 }
@@ -274,25 +280,28 @@ pub(crate) async fn connect_http(
     bearer: Option<String>,
     egress: Arc<crate::egress::Egress>,
     timeout: std::time::Duration,
-) -> Result<Conn, String> {
+) -> Result<Conn, SourceError> {
     use rmcp::transport::streamable_http_client::{StreamableHttpClientTransport, StreamableHttpClientTransportConfig};
-    let parsed = url::Url::parse(url).map_err(|e| format!("\"{url}\" is not a URL: {e}"))?;
+    let start = SourceError::Start;
+    let parsed = url::Url::parse(url).map_err(|e| start(format!("\"{url}\" is not a URL: {e}")))?;
     if parsed.scheme() != "http" {
-        return Err(format!("\"{url}\": only http:// servers are reached so far (no TLS client for MCP servers yet)"));
+        return Err(start(format!(
+            "\"{url}\": only http:// servers are reached so far (no TLS client for MCP servers yet)"
+        )));
     }
-    let host = parsed.host_str().ok_or_else(|| format!("\"{url}\" has no host"))?.to_string();
+    let host = parsed.host_str().ok_or_else(|| start(format!("\"{url}\" has no host")))?.to_string();
     let port = parsed.port_or_known_default().unwrap_or(80);
-    let pattern = crate::egress::HostPattern::parse(&format!("{host}:{port}")).map_err(|e| e.to_string())?;
+    let pattern = crate::egress::HostPattern::parse(&format!("{host}:{port}")).map_err(|e| start(e.to_string()))?;
     let reach = crate::egress::Reach::Only(vec![pattern]);
     // An address literal is never resolved by the client: check it here.
-    egress.check(false, &format!("{host}:{port}"), &reach).await.map_err(|e| e.to_string())?;
+    egress.check(false, &format!("{host}:{port}"), &reach).await.map_err(|e| start(e.to_string()))?;
     let client = reqwest::Client::builder()
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
         .dns_resolver(Arc::new(Guarded { egress, reach, port }))
         .connect_timeout(timeout)
         .build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        .map_err(|e| start(format!("cannot build the HTTP client: {e}")))?;
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
     if let Some(b) = bearer {
         config = config.auth_header(b);
@@ -302,8 +311,13 @@ pub(crate) async fn connect_http(
     let transport = StreamableHttpClientTransport::with_client(Traced(client), config);
     let service = match tokio::time::timeout(timeout, handler.serve(transport)).await {
         Ok(Ok(s)) => s,
-        Ok(Err(e)) => return Err(format!("the MCP handshake with {url} failed: {e}")),
-        Err(_) => return Err(format!("{url} did not finish the MCP handshake within {} ms", timeout.as_millis())),
+        Ok(Err(e)) => return Err(SourceError::Transport(format!("the MCP handshake with {url} failed: {e}"))),
+        Err(_) => {
+            return Err(SourceError::HandshakeTimeout(format!(
+                "{url} did not finish the MCP handshake within {} ms",
+                timeout.as_millis()
+            )));
+        }
     };
     Ok(Conn { service, watch, _stop: CancellationToken::new().drop_guard() })
 }

@@ -4,9 +4,12 @@
 //! names them, and every call takes the call pipeline like any other tool: the grant,
 //! the input checked against the pinned schema, the approval its `approve` setting
 //! asks for (a server's annotations never lower it), the record, the per-call timeout
-//! (the server is told to cancel), and the output cap. A server that crashes, hangs,
-//! sends garbage or an oversize message gives a "crashed" result; the host and the
-//! other servers go on.
+//! (the server is told to cancel), and the output cap. A failure says where it
+//! happened ([`SourceError::kind`]): the server could not be started (`spawn_failed`),
+//! did not finish its handshake in time (`handshake_timeout`), its tool list could not
+//! be read (`refresh_failed`), or its connection failed — it exited, hung up, sent
+//! garbage or an oversize message (`transport_error`); the host and the other servers
+//! go on.
 //!
 //! - [`pins`]: definitions hashed and stored the first time they are seen; a changed
 //!   one is withheld until `cheng mcp accept ID`.
@@ -36,7 +39,7 @@ use crate::policy::mcp::{DEFAULT_MESSAGE_BYTES, Launch, McpServer};
 use crate::process::Spawner;
 use crate::process::mcp_server::ServerLaunch;
 use crate::runtime::component::ToolSpec;
-use cheng_contract::{FsAccess, Needs};
+use cheng_contract::{ErrorKind, FsAccess, Needs};
 use conn::Conn;
 use pins::{Diff, Pinned, Pins, PinsError};
 
@@ -44,13 +47,21 @@ use pins::{Diff, Pinned, Pins, PinsError};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SourceError {
-    /// The server could not be started or reached, or did not complete its handshake.
+    /// The server could not be started (its command missing, not executable, or refused
+    /// by the host's rules; its process or pipes not set up), or its URL not reached.
     #[error("{0}")]
     Start(String),
+    /// It did not finish the MCP handshake within its budget.
+    #[error("{0}")]
+    HandshakeTimeout(String),
+    /// The connection failed: the server exited or hung up (during the handshake or a
+    /// request), sent what is not JSON-RPC, or a message over the cap.
+    #[error("{0}")]
+    Transport(String),
     /// The variable its `bearer_env` names is not set.
     #[error("the variable {0} (bearer_env) is not set")]
     BearerUnset(String),
-    /// It is running but did not answer as MCP requires (its tool listing failed).
+    /// It is running but its tool list could not be read.
     #[error("{0}")]
     Protocol(String),
     /// It stopped, and is started again only after a pause.
@@ -60,6 +71,8 @@ pub enum SourceError {
         why: String,
         /// How long until the next start is tried, in milliseconds.
         retry_ms: u128,
+        /// The kind of the failure that stopped it.
+        kind: ErrorKind,
     },
     /// Its pins could not be read or stored.
     #[error(transparent)]
@@ -73,6 +86,20 @@ pub enum SourceError {
         #[source]
         source: std::io::Error,
     },
+}
+
+impl SourceError {
+    /// The kind a call fails with when it meets this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            SourceError::Start(_) | SourceError::BearerUnset(_) => ErrorKind::SpawnFailed,
+            SourceError::HandshakeTimeout(_) => ErrorKind::HandshakeTimeout,
+            SourceError::Transport(_) => ErrorKind::TransportError,
+            SourceError::Protocol(_) => ErrorKind::RefreshFailed,
+            SourceError::Backoff { kind, .. } => *kind,
+            SourceError::Pins(_) | SourceError::Scratch { .. } => ErrorKind::Io,
+        }
+    }
 }
 
 /// The output schema every server tool is offered with: the result's content blocks,
@@ -100,6 +127,7 @@ struct Slot {
     failures: u32,
     retry_at: Option<Instant>,
     last_error: String,
+    last_kind: Option<ErrorKind>,
 }
 
 /// The wait before the `n`th restart in a row: none for the first, then 0.5 s
@@ -186,9 +214,7 @@ impl Server {
                     Some(name) => Some(std::env::var(name).map_err(|_| SourceError::BearerUnset(name.clone()))?),
                     None => None,
                 };
-                return conn::connect_http(url, bearer, self.egress.clone(), handshake)
-                    .await
-                    .map_err(SourceError::Start);
+                return conn::connect_http(url, bearer, self.egress.clone(), handshake).await;
             }
             Launch::Command { command, args } => (command, args),
         };
@@ -205,9 +231,7 @@ impl Server {
         let process = self.spawner.start_server(&launch).map_err(|e| SourceError::Start(e.to_string()))?;
         tracing::info!(target: "cheng::mcp", server = %self.cfg.id, pid = process.pid, workspace = %root.display(),
             readable = ?process.readable, "started");
-        conn::connect(process, handshake, DEFAULT_MESSAGE_BYTES.max(self.cfg.output_bytes * 4))
-            .await
-            .map_err(SourceError::Start)
+        conn::connect(process, handshake, DEFAULT_MESSAGE_BYTES.max(self.cfg.output_bytes * 4)).await
     }
 
     /// The live connection in `root`, started (or restarted) when there is none.
@@ -220,13 +244,18 @@ impl Server {
             }
             slot.failures += 1;
             slot.last_error = c.why("the server stopped");
+            slot.last_kind = Some(ErrorKind::TransportError);
             slot.retry_at = Some(Instant::now() + backoff(slot.failures));
             slot.conn = None;
         }
         if let Some(at) = slot.retry_at {
             let now = Instant::now();
             if now < at {
-                return Err(SourceError::Backoff { why: slot.last_error.clone(), retry_ms: (at - now).as_millis() });
+                return Err(SourceError::Backoff {
+                    why: slot.last_error.clone(),
+                    retry_ms: (at - now).as_millis(),
+                    kind: slot.last_kind.unwrap_or(ErrorKind::TransportError),
+                });
             }
         }
         match self.start(root).await {
@@ -241,6 +270,7 @@ impl Server {
             Err(e) => {
                 slot.failures += 1;
                 slot.last_error = e.to_string();
+                slot.last_kind = Some(e.kind());
                 slot.retry_at = Some(Instant::now() + backoff(slot.failures.max(2)));
                 Err(e)
             }
@@ -256,8 +286,18 @@ impl Server {
 
     /// List the server's tools now and withhold every pinned one whose definition
     /// differs (or that is gone). The first list of a server without pins pins them.
+    /// A refresh that fails leaves the list to be read again before the next call.
     async fn refresh(&self, c: &Conn) -> Result<Diff, SourceError> {
         c.watch.list_changed.store(false, std::sync::atomic::Ordering::SeqCst);
+        let done = self.take_list(c).await;
+        if done.is_err() {
+            c.watch.list_changed.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        done
+    }
+
+    /// The listing and what follows from it, for [`Server::refresh`].
+    async fn take_list(&self, c: &Conn) -> Result<Diff, SourceError> {
         let live = c.list().await.map_err(SourceError::Protocol)?;
         let first = lock(&self.pins).tools.is_empty() && !self.pins_path.as_ref().is_some_and(|p| p.exists());
         if first {
