@@ -43,6 +43,7 @@ pub struct HostBuilder {
     external_answers: bool,
     protected: Vec<PathBuf>,
     resolver: Arc<dyn crate::egress::Resolve>,
+    fs_on_workers: bool,
 }
 
 impl Default for HostBuilder {
@@ -67,6 +68,7 @@ impl HostBuilder {
             external_answers: false,
             protected: Vec::new(),
             resolver: Arc::new(crate::egress::SystemResolver),
+            fs_on_workers: false,
         }
     }
 
@@ -152,6 +154,17 @@ impl HostBuilder {
     /// from the cache): for a progress notice.
     pub fn on_compile(&mut self, f: impl Fn(&str) + Send + Sync + 'static) -> &mut Self {
         self.on_compile = Arc::new(f);
+        self
+    }
+
+    /// Not for use: run the `fs` imports' long blocking work (a write's and a removal's
+    /// syncs, a large `stat-dirs`' listing threads) on the async worker that runs the
+    /// call, as the host did before that work moved to the runtime's blocking threads.
+    /// A slow disk then holds up every call on that worker. Only so that the `serve`
+    /// benchmark and a test can measure the old way beside the new in one run.
+    #[doc(hidden)]
+    pub fn blocking_fs_on_workers(&mut self, on: bool) -> &mut Self {
+        self.fs_on_workers = on;
         self
     }
 
@@ -313,6 +326,7 @@ impl HostBuilder {
                 egress,
                 mcp,
                 telemetry,
+                fs_on_workers: self.fs_on_workers,
             }),
         })
     }

@@ -63,6 +63,8 @@ pub(crate) struct Inner {
     pub(crate) egress: Arc<crate::egress::Egress>,
     pub(crate) mcp: crate::sources::mcp::Hub,
     pub(crate) telemetry: Option<crate::telemetry::Telemetry>,
+    /// `HostBuilder::blocking_fs_on_workers` (benchmarks and tests only).
+    pub(crate) fs_on_workers: bool,
 }
 
 impl Inner {
@@ -180,6 +182,7 @@ impl Inner {
             run_state: inner.run_state.scope(&scope.cx.run, &component.name),
             spawner: inner.spawner.clone(),
             broker: inner.broker.clone(),
+            fs_on_worker: inner.fs_on_workers,
         };
         let run = crate::runtime::call::call(CallSpec {
             engine: inner.engine.engine(),

@@ -2,6 +2,13 @@
 //! host through the workspace guard — reads only under a mount of the call's grant,
 //! writes only under a read-write one and never on a protected path. Every refusal of a
 //! right goes into the call's record (and the `cheng::denials` log).
+//!
+//! Work that may wait on the disk for long — a write's two syncs, a removal's sync, the
+//! threads of a large `stat-dirs` — runs on the runtime's blocking threads, never on the
+//! async worker that runs the call: with many calls in flight, a slow disk would
+//! otherwise hold up every call and session on that worker. Short local reads and
+//! listings stay on the worker, as the guest's own WASI file calls do
+//! (`allow_blocking_current_thread`, measured faster; see `runtime::call`).
 
 use std::sync::Arc;
 
@@ -24,6 +31,32 @@ impl ChengView<'_> {
             Err(Refused::Invalid { kind, message }) => Err(fail(kind, message)),
         }
     }
+
+    /// Whether this host runs the fs imports' long blocking work on the call's own async
+    /// worker (only for the benchmark that measures the difference; see
+    /// `HostBuilder::blocking_fs_on_workers`).
+    fn on_worker(&self) -> bool {
+        self.caps().is_ok_and(|c| c.fs_on_worker)
+    }
+}
+
+/// Run `work` on the runtime's blocking threads and wait for it without holding the
+/// async worker (or on the worker itself when `on_worker`). A panic inside `work` is
+/// raised again here, so the call ends as "crashed" as for a panic in the import itself;
+/// a runtime shutting down before `work` started is a fault. If the call is dropped
+/// while `work` runs (cancelled, out of time), `work` still finishes: a write is then
+/// done whole, as one that finished just before the cancellation would be.
+async fn off_worker<R: Send + 'static>(
+    on_worker: bool,
+    work: impl FnOnce() -> R + Send + 'static,
+) -> wasmtime::Result<R> {
+    if on_worker {
+        return Ok(work());
+    }
+    tokio::task::spawn_blocking(work).await.map_err(|e| match e.try_into_panic() {
+        Ok(panic) => std::panic::resume_unwind(panic),
+        Err(e) => super::fault(format_args!("a blocking file operation did not run ({e})")),
+    })
 }
 
 fn failure(e: WriteError) -> Failure {
@@ -89,7 +122,8 @@ impl Host for ChengView<'_> {
         overwrite: bool,
     ) -> Result<WriteResult, ImportError> {
         let guard = self.fs_access(&path, true)?;
-        let w = guard.write_atomic(&path, &contents, create_dirs, overwrite).map_err(failure)?;
+        let write = move || guard.write_atomic(&path, &contents, create_dirs, overwrite);
+        let w = off_worker(self.on_worker(), write).await.map_err(ImportError::Fault)?.map_err(failure)?;
         Ok(WriteResult { created: w.created, bytes_written: w.bytes })
     }
 
@@ -102,7 +136,8 @@ impl Host for ChengView<'_> {
 
     async fn remove_file(&mut self, path: String) -> Result<(), ImportError> {
         let guard = self.fs_access(&path, true)?;
-        Ok(guard.remove_file(&path).map_err(failure)?)
+        let remove = move || guard.remove_file(&path);
+        Ok(off_worker(self.on_worker(), remove).await.map_err(ImportError::Fault)?.map_err(failure)?)
     }
 
     async fn read_dir(&mut self, path: String, sizes: bool) -> Result<Vec<wfs::DirEntry>, ImportError> {
@@ -121,40 +156,79 @@ impl Host for ChengView<'_> {
         // bench went from 0.9x to 1.1x of git). So: one thread per core, two per core
         // for a large listing.
         let checked: Vec<Result<_, Failure>> = paths.iter().map(|p| self.fs_access(p, false)).collect();
-        let list = |i: usize| -> Result<Vec<wfs::EntryStat>, Failure> {
-            let guard = checked[i].as_ref().map_err(Clone::clone)?;
-            Ok(guard.read_dir_stat(&paths[i]).map_err(failure)?.into_iter().map(|(e, st)| entry_stat(e, &st)).collect())
-        };
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let workers = if paths.len() >= 256 { cores * 2 } else { cores }.clamp(2, 8);
-        if paths.len() < 8 {
-            return Ok((0..paths.len()).map(list).collect());
+        let job = Arc::new(StatDirs { paths, checked });
+        let n = job.paths.len();
+        if n < 8 {
+            return Ok((0..n).map(|i| job.list(i)).collect());
         }
-        let n = paths.len();
-        let mut out: Vec<Option<Result<Vec<wfs::EntryStat>, Failure>>> = (0..n).map(|_| None).collect();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let workers = if n >= 256 { cores * 2 } else { cores }.clamp(2, 8);
+        // Each part on a thread of the runtime's blocking pool, awaited; or, for the
+        // benchmark's "before", on threads the call's worker waits for.
+        let parts: Vec<Option<Vec<(usize, Listed)>>> = if self.on_worker() {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = (0..workers)
+                    .map(|w| {
+                        let job = &job;
+                        s.spawn(move || job.part(w, workers))
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().ok()).collect()
+            })
+        } else {
+            let handles = (0..workers).map(|w| {
+                let job = job.clone();
+                tokio::task::spawn_blocking(move || job.part(w, workers))
+            });
+            futures::future::join_all(handles).await.into_iter().map(Result::ok).collect()
+        };
+        let mut out: Vec<Option<Listed>> = (0..n).map(|_| None).collect();
         let mut faults = 0;
-        std::thread::scope(|s| {
-            let list = &list;
-            let handles: Vec<_> = (0..workers)
-                .map(|w| s.spawn(move || (w..n).step_by(workers).map(|i| (i, list(i))).collect::<Vec<_>>()))
-                .collect();
-            for h in handles {
-                match h.join() {
-                    Ok(done) => {
-                        for (i, r) in done {
-                            out[i] = Some(r);
-                        }
+        for part in parts {
+            match part {
+                Some(done) => {
+                    for (i, r) in done {
+                        out[i] = Some(r);
                     }
-                    Err(_) => faults += 1,
                 }
+                None => faults += 1,
             }
-        });
-        // A worker only lists and converts; if one panicked anyway, the listing is
-        // incomplete, and the guest must not take it for the directories' contents.
+        }
+        // A worker only lists and converts; if one panicked anyway (or never ran), the
+        // listing is incomplete, and the guest must not take it for the directories'
+        // contents.
         if faults > 0 {
-            return Err(super::fault(format!("{faults} stat-dirs worker(s) panicked")));
+            return Err(super::fault(format!("{faults} stat-dirs worker(s) panicked or did not run")));
         }
         Ok(out.into_iter().flatten().collect())
+    }
+}
+
+/// One directory's `stat-dirs` answer.
+type Listed = Result<Vec<wfs::EntryStat>, Failure>;
+
+/// A `stat-dirs` request whose grants are checked: what its listing threads share.
+struct StatDirs {
+    paths: Vec<String>,
+    /// Each path's guard, or the refusal it got.
+    checked: Vec<Result<Arc<Guard>, Failure>>,
+}
+
+impl StatDirs {
+    /// The listing of the `i`-th directory.
+    fn list(&self, i: usize) -> Listed {
+        let guard = self.checked[i].as_ref().map_err(Clone::clone)?;
+        Ok(guard
+            .read_dir_stat(&self.paths[i])
+            .map_err(failure)?
+            .into_iter()
+            .map(|(e, st)| entry_stat(e, &st))
+            .collect())
+    }
+
+    /// The listings of every `step`-th directory from the `first`, with their indices.
+    fn part(&self, first: usize, step: usize) -> Vec<(usize, Listed)> {
+        (first..self.paths.len()).step_by(step).map(|i| (i, self.list(i))).collect()
     }
 }
 

@@ -86,6 +86,9 @@ pub(crate) struct CallCaps {
     pub spawner: Arc<Spawner>,
     /// The approvals broker.
     pub broker: Broker,
+    /// Run the fs imports' long blocking work on the call's async worker, as before it
+    /// moved to the blocking threads (the benchmark's "before" only).
+    pub fs_on_worker: bool,
 }
 
 /// The state of the host's imports in one store.
