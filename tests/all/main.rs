@@ -16,9 +16,6 @@ mod host_core;
 // Commands run unasked, and commands that attack the host: confinement tiers, git's
 // configured programs, PATH and config planting, signals, leftovers.
 mod unasked;
-// The known-safe list: read-only commands run with nobody asked, confined, recorded as
-// such; what writes or runs something, or is not the host's own program, still asks.
-mod known_safe;
 // Calls that must end and say what happened: FIFOs, devices, huge patterns and
 // arguments, exit codes, log escapes, the sanitizer, pathspecs, renames, .git spellings.
 mod bounds;
@@ -67,9 +64,6 @@ mod git;
 mod git_write;
 // The repository files the host reads before running git: FIFOs, devices, oversized ones.
 mod git_reads;
-// The host's own files (config, tokens, settings, plugins and signatures, cache, pins,
-// OCI store, run state): FIFOs, devices behind links, oversized ones.
-mod hostfiles;
 // web_fetch and web_search against local servers, the egress guard, rebinding, net grants.
 mod web;
 // External MCP servers under confinement: real npm and PyPI servers, a hostile one.
