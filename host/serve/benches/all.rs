@@ -18,10 +18,10 @@ mod tokens;
 mod web;
 
 /// The allocator: the C library's for the benchmarks (what an embedder of the host gets
-/// unless it picks one), mimalloc for the transport floor's server (`floor.rs`), as the
-/// `cheng` binary uses it, so the floor is measured as `cheng serve` is. Chosen at the
-/// first allocation from the environment and never again, so every block is freed by the
-/// allocator that made it.
+/// unless it picks one), mimalloc for the transport floor's server (`floor.rs`) and the
+/// `serve` bench's own server, as the `cheng` binary uses it, so they are measured as
+/// `cheng serve` is. Chosen at the first allocation from the environment and never
+/// again, so every block is freed by the allocator that made it.
 struct BenchAlloc;
 
 /// 0: not chosen yet; 1: the C library's; 2: mimalloc.
@@ -33,9 +33,13 @@ fn mimalloc() -> bool {
         1 => false,
         2 => true,
         _ => {
-            // SAFETY: a NUL-terminated name; nothing in this process sets variables. Two
+            // SAFETY: NUL-terminated names; nothing in this process sets variables. Two
             // threads racing here read the same environment and store the same answer.
-            let floor = unsafe { !libc::getenv(c"CHENG_BENCH_FLOOR".as_ptr()).is_null() };
+            // The `serve` bench's own server (`CHENG_BENCH_SERVE`) is a `cheng serve` too.
+            let floor = unsafe {
+                !libc::getenv(c"CHENG_BENCH_FLOOR".as_ptr()).is_null()
+                    || !libc::getenv(c"CHENG_BENCH_SERVE".as_ptr()).is_null()
+            };
             CHOSEN.store(if floor { 2 } else { 1 }, Relaxed);
             floor
         }
@@ -82,6 +86,11 @@ async fn main() {
     // The `serve` benchmark starts this binary as the transport floor's server.
     if let Ok(kind) = std::env::var("CHENG_BENCH_FLOOR") {
         floor::serve(&kind).await;
+        return;
+    }
+    // ... and this binary as a `cheng serve` whose host it sets up itself.
+    if let Ok(mode) = std::env::var("CHENG_BENCH_SERVE") {
+        serve::serve_host(&mode).await;
         return;
     }
     // cargo passes `--bench`; options start with `--`, names do not.

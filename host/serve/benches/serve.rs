@@ -7,6 +7,11 @@
 //!   one JSON body rather than an event stream;
 //! - throughput over HTTP with 64 concurrent clients calling `think`, in both revisions;
 //! - the server's RSS with 1,000 idle HTTP sessions open;
+//! - `think`'s p50 and p99 over HTTP, one session calling it in turn, while 64 other
+//!   sessions write 1 MiB files without pause: against `cheng serve` itself, then against
+//!   this binary serving the same host (as `cheng serve` does) twice, with the `fs`
+//!   imports' blocking work (a write's syncs) on the async workers as before
+//!   (`HostBuilder::blocking_fs_on_workers`), and on the blocking threads as now;
 //! - each of the round trips and rates above again against the transport floor
 //!   (`floor.rs`: an rmcp server alone, no sandbox, the file read natively), so each goal
 //!   can be set against what the transport itself takes.
@@ -135,6 +140,136 @@ fn rss_kb(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// This binary as a `cheng serve --http` of the same host, its `fs` imports' blocking work
+/// on the async workers (`mode` "on-workers", the old way) or off them ("off-workers"):
+/// so that both are measured in one run. Started by [`bench_server`].
+pub async fn serve_host(mode: &str) {
+    let var = |k: &str| PathBuf::from(std::env::var_os(k).expect("set by bench_server"));
+    let (state, ws) = (var("CHENG_BENCH_STATE"), var("CHENG_BENCH_WORKSPACE"));
+    let mut b = cheng_host::HostBuilder::new();
+    b.state_dir(&state).blocking_fs_on_workers(mode == "on-workers");
+    let host = b.build().await.expect("the host starts");
+    let opts = cheng_serve::ServeOptions {
+        stdio: false,
+        http: Some("127.0.0.1:0".parse().unwrap()),
+        allow_remote: false,
+        workspace: cheng_serve::workspace::WorkspaceChoice::Given(ws),
+        role: "developer".into(),
+        state_dir: state,
+    };
+    cheng_serve::serve(host, opts, None, tokio_util::sync::CancellationToken::new()).await.expect("serving");
+}
+
+/// A bearer token for the `developer` role in the state directory `state`.
+async fn add_token(state: &Path, ws: &Path) -> String {
+    let out = cheng(state, ws).args(["token", "add", "--name", "bench", "--role", "developer"]).output().await.unwrap();
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["token"].as_str().unwrap().to_string()
+}
+
+/// Start [`serve_host`] in `mode` as a child process, on a state directory of its own
+/// (the compiled components shared through `cache`); the child, its URL and a token.
+async fn bench_server(
+    mode: &str,
+    cache: &Path,
+    ws: &Path,
+) -> (tokio::process::Child, String, String, tempfile::TempDir) {
+    let state = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(cache, state.path().join("cache")).unwrap();
+    let token = add_token(state.path(), ws).await;
+    let mut child = tokio::process::Command::new(std::env::current_exe().expect("the bench binary's path"))
+        .env("CHENG_BENCH_SERVE", mode)
+        .env("CHENG_BENCH_STATE", state.path())
+        .env("CHENG_BENCH_WORKSPACE", ws)
+        .env("CHENG_LOG", "warn")
+        // As the `cheng` binary sets it for itself.
+        .env("RUST_LIB_BACKTRACE", "0")
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let url = server_url(&mut child).await;
+    (child, url, token, state)
+}
+
+/// The URL a server started with `--http 127.0.0.1:0` says it serves at; its further
+/// output is read and dropped.
+async fn server_url(server: &mut tokio::process::Child) -> String {
+    let mut lines = tokio::io::BufReader::new(server.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next_line().await.unwrap().expect("the server starts");
+        if let Some(rest) = line.strip_prefix("cheng: serving MCP over HTTP at http://") {
+            break rest.trim_end_matches("/mcp").to_string();
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    format!("http://{addr}/mcp")
+}
+
+/// `think` called in turn by one session, unloaded (200 calls), then for `seconds` while
+/// `writers` other sessions each write a 1 MiB file (its own, replaced each time) without
+/// pause. Prints p50 / p99 of both and the writes' rate.
+async fn think_under_writes(name: &str, url: &str, token: &str, writers: usize, seconds: u64) {
+    let think = serde_json::json!({"thought": "x"});
+    let probe = http_client(url, token).await;
+    timed(&probe, "think", think.clone(), 50).await;
+    let idle = timed(&probe, "think", think.clone(), 200).await;
+    let mut clients = Vec::new();
+    for _ in 0..writers {
+        clients.push(Arc::new(http_client(url, token).await));
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (ok, failed) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let content = "x".repeat(1 << 20);
+    let mut tasks = Vec::new();
+    for (i, c) in clients.iter().enumerate() {
+        let (c, stop, ok, failed) = (c.clone(), stop.clone(), ok.clone(), failed.clone());
+        let args = serde_json::json!({"path": format!("load/w{i}.txt"), "content": content, "create_dirs": true});
+        let p = CallToolRequestParams::new("write_file").with_arguments(args.as_object().cloned().unwrap());
+        tasks.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                match c.call_tool(p.clone()).await {
+                    Ok(r) if r.is_error != Some(true) => ok.fetch_add(1, Ordering::Relaxed),
+                    _ => failed.fetch_add(1, Ordering::Relaxed),
+                };
+            }
+        }));
+    }
+    // Every writer under way before anything is measured.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (ok0, failed0) = (ok.load(Ordering::Relaxed), failed.load(Ordering::Relaxed));
+    let params = CallToolRequestParams::new("think").with_arguments(think.as_object().cloned().unwrap());
+    let started = Instant::now();
+    let mut loaded = Vec::new();
+    while started.elapsed() < Duration::from_secs(seconds) {
+        let t = Instant::now();
+        let r = probe.call_tool(params.clone()).await.expect("the call returns");
+        loaded.push(t.elapsed());
+        assert_ne!(r.is_error, Some(true), "{r:?}");
+    }
+    let took = started.elapsed().as_secs_f64();
+    let (writes, errors) = (ok.load(Ordering::Relaxed) - ok0, failed.load(Ordering::Relaxed) - failed0);
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        let _ = t.await;
+    }
+    for c in clients {
+        if let Ok(c) = Arc::try_unwrap(c) {
+            let _ = c.cancel().await;
+        }
+    }
+    let _ = probe.cancel().await;
+    println!(
+        "{name}: think p50 {:.3} / p99 {:.3} ms unloaded; while {writers} sessions write 1 MiB files: \
+         p50 {:.3} / p99 {:.3} ms ({} calls), {:.0} writes/s, {errors} failed",
+        ms(p50(idle.clone())),
+        ms(p99(idle)),
+        ms(p50(loaded.clone())),
+        ms(p99(loaded.clone())),
+        loaded.len(),
+        writes as f64 / took
+    );
+}
+
 /// The benchmark (`cargo bench --bench all -- serve`).
 pub async fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
@@ -180,13 +315,7 @@ pub async fn main() {
     let _ = floor_stdio.cancel().await;
 
     // Over HTTP.
-    let out = cheng(state.path(), ws.path())
-        .args(["token", "add", "--name", "bench", "--role", "developer"])
-        .output()
-        .await
-        .unwrap();
-    let token =
-        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["token"].as_str().unwrap().to_string();
+    let token = add_token(state.path(), ws.path()).await;
     let mut server = cheng(state.path(), ws.path())
         .env("CHENG_LOG", "warn")
         .args(["serve", "--http", "127.0.0.1:0"])
@@ -194,15 +323,7 @@ pub async fn main() {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let mut lines = tokio::io::BufReader::new(server.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next_line().await.unwrap().expect("the server starts");
-        if let Some(rest) = line.strip_prefix("cheng: serving MCP over HTTP at http://") {
-            break rest.trim_end_matches("/mcp").to_string();
-        }
-    };
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    let url = format!("http://{addr}/mcp");
+    let url = server_url(&mut server).await;
     let http = http_client(&url, &token).await;
     timed(&http, "read_file", read.clone(), 50).await;
     let ours_http = report("cheng serve (HTTP) read_file 1 KB", timed(&http, "read_file", read.clone(), n).await);
@@ -317,7 +438,19 @@ pub async fn main() {
     let after = rss_kb(pid);
     println!("server RSS: {} MB before, {} MB with 1000 idle sessions (goal <= 200 MB)", before / 1024, after / 1024);
     drop(idle);
+
+    // `think` while 64 sessions write 1 MiB files: `cheng serve` itself, then the same
+    // host served by this binary with the fs imports' blocking work on the async workers
+    // (before) and off them (now), one server at a time.
+    let writers = 64;
+    let seconds = if quick { 5 } else { 15 };
+    think_under_writes("cheng serve", &url, &token, writers, seconds).await;
     let _ = stdio.cancel().await;
     let _ = http.cancel().await;
     let _ = server.kill().await;
+    for mode in ["on-workers", "off-workers"] {
+        let (mut child, url, token, _state) = bench_server(mode, &cache, ws.path()).await;
+        think_under_writes(&format!("this host, blocking fs work {mode}"), &url, &token, writers, seconds).await;
+        let _ = child.kill().await;
+    }
 }
