@@ -16,6 +16,9 @@ mod host_core;
 // Commands run unasked, and commands that attack the host: confinement tiers, git's
 // configured programs, PATH and config planting, signals, leftovers.
 mod unasked;
+// The known-safe list: read-only commands run with nobody asked, confined, recorded as
+// such; what writes or runs something, or is not the host's own program, still asks.
+mod known_safe;
 // Calls that must end and say what happened: FIFOs, devices, huge patterns and
 // arguments, exit codes, log escapes, the sanitizer, pathspecs, renames, .git spellings.
 mod bounds;

@@ -255,7 +255,7 @@ async fn every_tools_results_match_what_it_declares_over_the_wire() {
         }
         panic!("no log notification told of the waiting approval");
     });
-    let r = call("workspace_shell", json!({"command": "ls", "purpose": "list"})).await;
+    let r = call("workspace_shell", json!({"command": "true", "purpose": "list"})).await;
     let (id, declined) = decliner.await.unwrap();
     assert!(declined, "cheng decline {id} failed");
     assert_eq!(r.is_error, Some(true), "{:?}", r.content);

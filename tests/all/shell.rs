@@ -392,7 +392,7 @@ async fn whitelist_and_rules() {
     assert_eq!(r.output["stdout"], "fine\n", "{}", r.output);
     let r = shell(&h, ws.path(), json!({"command": "echo", "args": ["-e", "x"]})).await;
     assert_eq!(r.error_kind, Some(cheng_host::ErrorKind::CommandNotAllowed), "{}", r.output);
-    let r = shell(&h, ws.path(), json!({"command": "ls"})).await;
+    let r = shell(&h, ws.path(), json!({"command": "true"})).await;
     assert_eq!(r.error_kind, Some(cheng_host::ErrorKind::ApprovalDenied), "{}", r.output);
 }
 
@@ -622,7 +622,8 @@ async fn refusals_are_recorded_as_denials() {
 fn cli_refuses_without_a_terminal_and_prompts_on_one() {
     let ws = util::workspace();
     let state = tempfile::tempdir().unwrap();
-    let input = r#"{"command":"ls","args":["-la"]}"#;
+    // `tac`, not `ls`: `ls -la` is known-safe and would run with nobody asked.
+    let input = r#"{"command":"tac","args":["inside.txt"]}"#;
     let started = Instant::now();
     let o = std::process::Command::new("setsid")
         .arg(env!("CARGO_BIN_EXE_cheng"))
@@ -645,9 +646,9 @@ fn cli_refuses_without_a_terminal_and_prompts_on_one() {
         "y\n",
         Duration::from_millis(1500),
     );
-    assert!(screen.contains("summary: ls -la"), "{screen}");
+    assert!(screen.contains("summary: tac inside.txt"), "{screen}");
     assert!(screen.contains("\"termination\": \"exited\""), "{screen}");
-    assert!(screen.contains("inside.txt"), "{screen}");
+    assert!(screen.contains("\"stdout\": \"inside\""), "{screen}");
 }
 
 #[test]

@@ -233,8 +233,8 @@ async fn an_unasked_command_reads_only_the_system_and_the_workspace_and_reaches_
     let r = shell(&unasked, ws.path(), json!({"command": "python3", "args": ["-c", connect]})).await;
     assert_ne!(r.output["exit_code"], 0, "{}", r.output);
     assert!(r.output["stderr"].as_str().unwrap().contains("PermissionError"), "{}", r.output);
-    // Auto-approve is no person either.
-    let auto = host("", Arc::new(cheng_host::approvals::ApproveAll)).await;
+    // Auto-approve is no person either (`cat` known-safe would run unasked anyway).
+    let auto = host("known_safe = false\n", Arc::new(cheng_host::approvals::ApproveAll)).await;
     let r = shell(&auto, ws.path(), json!({"command": "cat", "args": [secret]})).await;
     assert!(r.output["stderr"].as_str().unwrap().contains("Permission denied"), "{}", r.output);
     // A rule that grants the network lifts only that.
@@ -246,7 +246,7 @@ async fn an_unasked_command_reads_only_the_system_and_the_workspace_and_reaches_
     let r = shell(&net, ws.path(), json!({"command": "python3", "args": ["-c", connect]})).await;
     assert_eq!(r.output["stdout"], "connected\n", "{}", r.output);
     // The control: a person's approval lifts the read and network confinement.
-    let person = host("", Arc::new(Answer(Mutex::default(), Decision::Approved))).await;
+    let person = host("known_safe = false\n", Arc::new(Answer(Mutex::default(), Decision::Approved))).await;
     let r = shell(&person, ws.path(), json!({"command": "cat", "args": [secret]})).await;
     assert_eq!(r.output["stdout"], "TOPSECRET", "{}", r.output);
     let r = shell(&person, ws.path(), json!({"command": "python3", "args": ["-c", connect]})).await;

@@ -30,9 +30,13 @@ pub const TABLES: &[(&str, &[&str])] = &[
             "private_caches",
             "rules",
             "containment",
+            "known_safe",
+            "known_safe_remove",
+            "known_safe_rules",
         ],
     ),
     ("[[process.rules]]", &["program", "args", "decision", "network"]),
+    ("[[process.known_safe_rules]]", &["program", "subcommand", "flags", "value_options", "operands"]),
     ("[git]", &["user_name", "user_email", "rules"]),
     ("[[git.rules]]", &["operations", "branches", "decision"]),
     (

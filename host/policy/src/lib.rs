@@ -38,6 +38,7 @@ pub mod git;
 pub mod grant;
 pub mod hostfile;
 pub mod keys;
+pub mod known_safe;
 mod load;
 pub mod mcp;
 pub mod net;
@@ -197,11 +198,19 @@ writable = ["~/.cache"]
 readable = ["~/.rustup"]
 private_caches = false
 containment = "auto"
+known_safe = true
+known_safe_remove = ["find"]
 [[process.rules]]
 program = "git"
 args = ["status"]
 decision = "allow"
 network = false
+[[process.known_safe_rules]]
+program = "jq"
+subcommand = "x"
+flags = ["-r"]
+value_options = ["--arg"]
+operands = true
 [git]
 user_name = "Agent"
 user_email = "agent@example.com"
@@ -332,6 +341,7 @@ bearer_env = "REMOTE_TOKEN"
             ("[[plugins]]\n", "id = \"a\"\npath = \"a.wasm\"\n"),
             ("[[mcp_servers]]\n", "id = \"a\"\ncommand = \"x\"\n"),
             ("[[git.rules]]\n", "decision = \"allow\"\n"),
+            ("[[process.known_safe_rules]]\n", "program = \"jq\"\n"),
         ] {
             let e = Config::from_toml_str(&format!("{h}{body}zz_unknown = 1\n"), "x.toml").unwrap_err().to_string();
             assert!(e.contains("unknown key `zz_unknown`"), "{h}: {e}");

@@ -196,6 +196,16 @@ pub struct ProcessConfig {
     /// walk) or `walk` (always the subreaper and `/proc` walk).
     #[serde(default)]
     pub containment: ContainmentChoice,
+    /// Run a command on the known-safe list ([`crate::known_safe`]: read-only programs
+    /// in read-only argument forms) without asking, in the confined tier (default true).
+    #[serde(default = "yes")]
+    pub known_safe: bool,
+    /// Built-in known-safe entries to drop, by name (`find`, `git log`) or program (`git`).
+    #[serde(default)]
+    pub known_safe_remove: Vec<String>,
+    /// Known-safe entries to add (one of the same name replaces the built-in one).
+    #[serde(default)]
+    pub known_safe_rules: Vec<crate::known_safe::KnownSafeRule>,
 }
 
 /// The `containment` setting.
@@ -243,11 +253,23 @@ impl Default for ProcessConfig {
             private_caches: false,
             rules: Vec::new(),
             containment: ContainmentChoice::Auto,
+            known_safe: true,
+            known_safe_remove: Vec::new(),
+            known_safe_rules: Vec::new(),
         }
     }
 }
 
 impl ProcessConfig {
+    /// The known-safe entries in force: none when `known_safe` is off, else the built-in
+    /// ones less `known_safe_remove`, plus `known_safe_rules`.
+    pub fn known_safe_entries(&self) -> Vec<crate::known_safe::KnownSafeRule> {
+        if !self.known_safe {
+            return Vec::new();
+        }
+        crate::known_safe::entries(&self.known_safe_remove, &self.known_safe_rules)
+    }
+
     /// Check the settings; the message names the key.
     pub fn validate(&self) -> Result<(), crate::SettingError> {
         self.checked().map_err(crate::SettingError)
@@ -273,6 +295,19 @@ impl ProcessConfig {
         for r in &self.rules {
             if r.program.trim().is_empty() {
                 return Err("[process] rules: every rule needs a program".into());
+            }
+        }
+        for r in &self.known_safe_rules {
+            r.check().map_err(|m| format!("[process] known_safe_rules: {m}"))?;
+        }
+        let known: Vec<crate::known_safe::KnownSafeRule> = crate::known_safe::built_in();
+        for name in &self.known_safe_remove {
+            if !known.iter().any(|e| e.name() == *name || e.program == *name) {
+                let names: Vec<String> = known.iter().map(|e| e.name()).collect();
+                return Err(format!(
+                    "[process] known_safe_remove: \"{name}\" is not a built-in known-safe entry ({})",
+                    names.join(", ")
+                ));
             }
         }
         Ok(())

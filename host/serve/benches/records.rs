@@ -29,6 +29,7 @@ fn record(i: usize) -> CallRecord {
         approvals: Vec::new(),
         denials: Vec::new(),
         requests: Vec::new(),
+        unasked: Vec::new(),
         started_at_ms: 1_764_000_000_000,
     }
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::approvals::ApprovalOutcome;
 use crate::capability::Denial;
-use crate::records::{self, CallRecord, RequestRecord, Status};
+use crate::records::{self, CallRecord, RequestRecord, Status, UnaskedRecord};
 use crate::{Context, ErrorKind, ToolResult};
 
 /// One call in progress.
@@ -27,6 +27,7 @@ pub(crate) struct CallScope {
     denials: Mutex<Vec<Denial>>,
     processes: AtomicUsize,
     requests: Mutex<Vec<Arc<NetRequest>>>,
+    unasked: Mutex<Vec<UnaskedRecord>>,
     requests_made: AtomicUsize,
     /// Whether a `running` line (with the arguments) was handed to the log.
     running_written: AtomicBool,
@@ -59,6 +60,7 @@ impl CallScope {
             denials: Mutex::default(),
             processes: AtomicUsize::new(0),
             requests: Mutex::default(),
+            unasked: Mutex::default(),
             requests_made: AtomicUsize::new(0),
             running_written: AtomicBool::new(false),
             trace,
@@ -78,6 +80,11 @@ impl CallScope {
     /// Record an approval the call waited on.
     pub fn approval(&self, outcome: ApprovalOutcome) {
         lock(&self.approvals).push(outcome);
+    }
+
+    /// Record a command the call runs without asking anyone.
+    pub fn unasked(&self, run: UnaskedRecord) {
+        lock(&self.unasked).push(run);
     }
 
     /// Record a refusal the host issued during the call, and log it.
@@ -192,6 +199,7 @@ impl CallScope {
             approvals: lock(&self.approvals).clone(),
             denials: lock(&self.denials).clone(),
             requests: lock(&self.requests).iter().map(|r| r.record()).collect(),
+            unasked: lock(&self.unasked).clone(),
             started_at_ms: self.started_at_ms,
         }
     }

@@ -10,16 +10,20 @@
 //!   the workspace,
 //! - the programs it starts through launchers such as `env` or `sh -c` ([`launchers`]),
 //! - what the operator's rules and whitelist say of every one of them ([`rules`]),
+//!   and, where no rule speaks, whether the command is on the known-safe list of
+//!   read-only programs and argument forms ([`known_safe`]),
 //! - the environment ([`environment`]): an allowlist, the host's own `PATH`, `HOME`,
 //!   `TMPDIR`, and for git the repository's programs neutralised ([`git`]), its
 //!   configuration read by the guard's rules ([`repo_files`]).
 //!
-//! The binding then asks the approvals broker (unless a rule allows the command), and
+//! The binding then asks the approvals broker (unless a rule allows the command or it
+//! is known-safe), and
 //! [`Spawner::run`] starts the child ([`spawn`]: empty environment plus the above,
 //! stdin closed, its own process group and cgroup — [`contain`]) under Landlock
 //! ([`sandbox`]) at the tier its approval earned: a command nobody answered for reads
 //! only system directories, the workspace and the toolchains and reaches no network;
-//! one a person approved reads what the host's user can. Output is read concurrently
+//! one a person approved reads what the host's user can; a known-safe one also writes
+//! nothing but its temp dir and executes nothing but its own program. Output is read concurrently
 //! into bounded head+tail buffers ([`capture`]) and the whole tree is stopped at the
 //! timeout, on cancellation, or when the first process exits and leaves others behind.
 //!
@@ -32,6 +36,7 @@ pub(crate) mod contain;
 mod environment;
 mod git;
 pub(crate) mod git_write;
+mod known_safe;
 mod launchers;
 pub(crate) mod mcp_server;
 mod repo_files;
@@ -48,6 +53,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub(crate) use card::card;
+use known_safe::KnownSafe;
 use resolve::{ProgramId, SearchPath};
 use rules::Rules;
 
@@ -129,6 +135,9 @@ pub(crate) struct Prepared {
     /// A Landlock plan of its own instead of the tier's (the host's git); the run adds
     /// the temporary directory to its writable trees.
     pub plan: Option<sandbox::Plan>,
+    /// The known-safe entry (`ls`, `git status`) that lets it run without asking, when
+    /// one does (`decision` is then `Allow`, and `plan` the known-safe confinement).
+    pub known_safe: Option<String>,
 }
 
 impl Prepared {
@@ -155,6 +164,8 @@ pub(crate) struct Spawner {
     protected: Vec<PathBuf>,
     /// `workspace_git_write`'s identity and rules.
     git: crate::policy::git::GitConfig,
+    /// The known-safe list in force (empty when `known_safe` is off).
+    known_safe: KnownSafe,
 }
 
 /// `~/x` against the host's home; other entries as written; only absolute results.
@@ -193,6 +204,7 @@ impl Spawner {
             ProgramId::of(&p, w)
         });
         Spawner {
+            known_safe: KnownSafe::new(&cfg),
             writable: expand_home(&cfg.writable),
             readable: expand_home(&cfg.readable),
             passthrough: environment::passthrough(&cfg),
@@ -277,16 +289,25 @@ impl Spawner {
             }
         }
         let mut decided = self.rules.decide(&chain, &resolve);
-        if decided.decision == RuleDecision::Allow && self.protected.iter().any(|p| p.starts_with(root)) {
+        let protected_here = self.protected.iter().any(|p| p.starts_with(root));
+        if decided.decision == RuleDecision::Allow && protected_here {
             tracing::info!(target: "cheng::process", workspace = %root.display(),
                 "the host's configuration or state lies in this workspace: every command asks");
-            decided = rules::Decided { decision: RuleDecision::Prompt, network: false };
+            decided = rules::Decided { decision: RuleDecision::Prompt, network: false, ruled: true };
         }
         if decided.decision == RuleDecision::Forbid {
             return Err(Refusal::new(
                 ErrorKind::CommandNotAllowed,
                 format!("the operator's policy forbids running `{display}`; do not retry it, use another approach"),
             ));
+        }
+        // Where no rule speaks, a known-safe command runs unasked, confined.
+        let mut known = None;
+        if decided.decision == RuleDecision::Prompt && !decided.ruled && !protected_here && !via_shell {
+            known = self.known_safe(&words, &chain, &program, missing.is_none(), &req.env, root);
+            if known.is_some() {
+                decided = rules::Decided { decision: RuleDecision::Allow, network: false, ruled: false };
+            }
         }
 
         // The environment.
@@ -316,8 +337,69 @@ impl Spawner {
             decision: decided.decision,
             rule_network: decided.network,
             missing,
-            plan: None,
+            plan: known.as_ref().map(|(_, plan)| plan.clone()),
+            known_safe: known.map(|(entry, _)| entry),
         })
+    }
+
+    /// The known-safe entry admitting `words`, and the confinement it runs under, when
+    /// the command may be known-safe at all: the list is on, Landlock confines commands
+    /// here, the request sets no variable but locale and terminal ones, the command is
+    /// one program started directly by a bare name, and that name is the real name of
+    /// the executable the host's `PATH` gives — a program, not a script (which would need
+    /// a shell), lying nowhere a command can write. It then reads only what an unasked
+    /// command reads, writes only its temp dir, reaches no network, and executes only
+    /// itself (and, for git, git's own helpers).
+    fn known_safe(
+        &self,
+        words: &[String],
+        chain: &launchers::Chain,
+        program: &Path,
+        found: bool,
+        env: &[(String, String)],
+        root: &Path,
+    ) -> Option<(String, sandbox::Plan)> {
+        let quiet_env = |name: &str| matches!(name, "LANG" | "TERM" | "TZ" | "USER") || name.starts_with("LC_");
+        if self.known_safe.is_empty()
+            || !self.cfg.landlock
+            || sandbox::abi_version().is_none()
+            || !found
+            || !chain.is_direct()
+            || words[0].contains('/')
+            || !env.iter().all(|(k, _)| quiet_env(k))
+        {
+            return None;
+        }
+        let id = ProgramId::of(program, &words[0])?;
+        if id.name() != words[0] {
+            return None;
+        }
+        let mut writable_places: Vec<PathBuf> = vec![root.to_path_buf(), std::env::temp_dir()];
+        writable_places.extend(self.writable.iter().cloned());
+        writable_places.extend(self.caches.iter().cloned());
+        let places: Vec<PathBuf> =
+            writable_places.iter().map(|w| std::fs::canonicalize(w).unwrap_or_else(|_| w.clone())).collect();
+        if places.iter().any(|w| id.path.starts_with(w)) {
+            return None;
+        }
+        let entry = self.known_safe.admits(&words[0], &words[1..])?;
+        let execute = if words[0] == "git" {
+            let git = git_write::git_binary(self, root).ok()?;
+            (std::fs::canonicalize(&git.program).ok()? == id.path).then(|| git.execute.clone())?
+        } else {
+            // Itself and its ELF interpreter; a script (which would need a shell) is not.
+            git_write::repo::executable(&id.path).ok()?
+        };
+        let mut readable = vec![root.to_path_buf()];
+        readable.extend(self.readable.iter().cloned());
+        let plan = sandbox::Plan {
+            writable: Vec::new(),
+            readable: Some(readable),
+            network: false,
+            system: None,
+            execute: Some(execute),
+        };
+        Some((entry, plan))
     }
 
     /// The words to run, and whether they go through `sh -c`.

@@ -43,6 +43,9 @@ pub(crate) struct Decided {
     pub decision: RuleDecision,
     /// For an allowed command: whether its rule grants network access.
     pub network: bool,
+    /// Whether an operator rule matched at all (a `prompt` rule is the operator's
+    /// decision; the known-safe list applies only where no rule speaks).
+    pub ruled: bool,
 }
 
 /// The identity of a word as a program (`None` when it does not resolve).
@@ -98,6 +101,7 @@ impl Rules {
     /// started directly and an allow rule names that very executable.
     pub fn decide(&self, chain: &Chain, resolve: Resolver<'_>) -> Decided {
         let mut strictest = RuleDecision::Allow;
+        let mut ruled = false;
         let mut matched_last: Option<(RuleDecision, bool)> = None;
         for (i, step) in chain.steps.iter().enumerate() {
             let id = resolve(&step.name);
@@ -108,6 +112,7 @@ impl Rules {
                     continue;
                 }
                 let d = r.rule.decision;
+                ruled = true;
                 if last && chain.unknown.is_none() {
                     let network = d == RuleDecision::Allow && r.rule.network;
                     matched_last = Some(match matched_last {
@@ -123,6 +128,7 @@ impl Rules {
         for word in &chain.named {
             for r in self.rules.iter().filter(|r| r.name == basename(word) && r.rule.decision != RuleDecision::Allow) {
                 strictest = strictest.max(r.rule.decision);
+                ruled = true;
             }
         }
         let (mut decision, mut network) = matched_last.unwrap_or((RuleDecision::Prompt, false));
@@ -132,7 +138,7 @@ impl Rules {
         if strictest > decision {
             (decision, network) = (strictest, false);
         }
-        Decided { decision, network }
+        Decided { decision, network, ruled }
     }
 
     fn program_matches(&self, r: &Compiled, step: &Step, id: Option<&ProgramId>) -> bool {
@@ -201,6 +207,26 @@ mod tests {
         assert_eq!(decide(&r, &["git", "push", "origin"]), RuleDecision::Forbid);
         // No rule: ask.
         assert_eq!(decide(&r, &["ls"]), RuleDecision::Prompt);
+    }
+
+    #[test]
+    fn a_prompt_rule_is_told_from_no_rule() {
+        let r = compiled(&[rule("ls", &["-R"], RuleDecision::Prompt)]);
+        let ruled = |words: &[&str]| {
+            let sp = SearchPath::from_env();
+            let root = std::path::Path::new("/nonexistent-workspace");
+            let resolve = |w: &str| -> Option<ProgramId> {
+                let p = if w.contains('/') { w.into() } else { sp.lookup(w, root)? };
+                ProgramId::of(&p, w)
+            };
+            let words: Vec<String> = words.iter().map(|s| s.to_string()).collect();
+            let c = chain(&words, &|w| resolve(w).map(|i| i.name().to_string()));
+            r.decide(&c, &resolve)
+        };
+        // Both ask; only one is the operator's word.
+        let (with, without) = (ruled(&["ls", "-R"]), ruled(&["ls", "-l"]));
+        assert_eq!((with.decision, with.ruled), (RuleDecision::Prompt, true));
+        assert_eq!((without.decision, without.ruled), (RuleDecision::Prompt, false));
     }
 
     #[test]

@@ -119,10 +119,32 @@ pub struct CallRecord {
     /// Unix time (ms) the call started.
     pub started_at_ms: u64,
 }
+    /// Every command the call ran without asking anyone, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unasked: Vec<UnaskedRecord>,
 
 /// One network request of a call, as its record keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequestRecord {
+/// A command a call ran without asking anyone: no card was shown, and it ran in the
+/// confined tier (reading only the system, the workspace and the toolchains).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnaskedRecord {
+    /// The command as shown to people.
+    pub command: String,
+    /// Why nobody was asked: `known_safe` (on the known-safe list of read-only programs
+    /// and argument forms) or `rule` (an operator's allow rule).
+    pub by: String,
+    /// The known-safe entry that admitted it (`ls`, `git status`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
+    /// The tier it ran at: always `confined`.
+    pub tier: String,
+    /// Whether its rule let it use the network.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub network: bool,
+}
+
     /// `GET`, `POST`, …
     pub method: String,
     /// The URL as the component asked for it (cut to 512 bytes).
@@ -601,6 +623,7 @@ mod tests {
     fn a_busy_writer_keeps_the_head_lock_and_lets_go_when_idle() {
         use rustix::fs::{FlockOperation, flock};
         let dir = tempfile_dir("lease");
+            unasked: vec![],
         let path = dir.join("audit.jsonl");
         let never = Duration::from_secs(3600);
         // Two writers with open files of their own, as two processes have.

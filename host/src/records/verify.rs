@@ -235,6 +235,7 @@ mod tests {
             approvals: Vec::new(),
             denials: Vec::new(),
             requests: Vec::new(),
+            unasked: Vec::new(),
             started_at_ms: 0,
         }
     }

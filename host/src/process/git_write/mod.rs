@@ -304,7 +304,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The host's git, found once per host process (a failure is not kept: the next call
 /// tries again). The first call waits for the `git --exec-path` probe, at most
 /// [`PROBE_TIMEOUT`] and the kill grace.
-fn git_binary(spawner: &Spawner, root: &Path) -> Result<&'static GitBinary, Refusal> {
+pub(crate) fn git_binary(spawner: &Spawner, root: &Path) -> Result<&'static GitBinary, Refusal> {
     static GIT: Mutex<Option<&'static GitBinary>> = Mutex::new(None);
     let mut slot = GIT.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(git) = *slot {
@@ -377,6 +377,7 @@ impl Spawner {
                 system: None,
                 execute: Some(execute.to_vec()),
             }),
+            known_safe: None,
         };
         let ran = std::thread::scope(|s| {
             s.spawn(|| {
@@ -576,6 +577,7 @@ impl Spawner {
             rule_network: false,
             missing: None,
             plan: Some(plan),
+            known_safe: None,
         };
         Ok(PreparedGit { prepared, repo, summary, detail: detail.join("\n") })
     }

@@ -78,8 +78,20 @@ impl Host for ChengView<'_> {
         let shown = request.shell_string.as_deref().unwrap_or(&request.command);
         let prepared = caps.spawner.prepare(&caps.guard, &request).map_err(|r| refusal(scope, shown, r))?;
         let allowed = (prepared.decision == RuleDecision::Allow).then(|| {
-            tracing::info!(target: "cheng::process", run = %scope.cx.run,
-                command = %cheng_contract::text::escape_line(&prepared.display), "allowed by an operator rule without asking");
+            let command = cheng_contract::text::escape_line(&prepared.display);
+            match &prepared.known_safe {
+                Some(entry) => tracing::info!(target: "cheng::process", run = %scope.cx.run, %command, entry = %entry,
+                    "known-safe: run without asking, confined and read-only"),
+                None => tracing::info!(target: "cheng::process", run = %scope.cx.run, %command,
+                    "allowed by an operator rule without asking"),
+            }
+            scope.unasked(crate::records::UnaskedRecord {
+                command,
+                by: if prepared.known_safe.is_some() { "known_safe" } else { "rule" }.into(),
+                entry: prepared.known_safe.clone(),
+                tier: "confined".into(),
+                network: prepared.rule_network,
+            });
             Tier::Unasked { network: prepared.rule_network }
         });
         let (summary, detail) = proc_::card(&prepared);
