@@ -116,16 +116,13 @@ pub struct CallRecord {
     /// Every network request the component made (method, URL, status, bytes, refusal).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requests: Vec<RequestRecord>,
-    /// Unix time (ms) the call started.
-    pub started_at_ms: u64,
-}
     /// Every command the call ran without asking anyone, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unasked: Vec<UnaskedRecord>,
+    /// Unix time (ms) the call started.
+    pub started_at_ms: u64,
+}
 
-/// One network request of a call, as its record keeps it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RequestRecord {
 /// A command a call ran without asking anyone: no card was shown, and it ran in the
 /// confined tier (reading only the system, the workspace and the toolchains).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -145,6 +142,9 @@ pub struct UnaskedRecord {
     pub network: bool,
 }
 
+/// One network request of a call, as its record keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestRecord {
     /// `GET`, `POST`, …
     pub method: String,
     /// The URL as the component asked for it (cut to 512 bytes).
@@ -574,6 +574,7 @@ mod tests {
             approvals: vec![],
             denials: vec![],
             requests: vec![],
+            unasked: vec![],
             started_at_ms: 0,
         }
     }
@@ -623,7 +624,6 @@ mod tests {
     fn a_busy_writer_keeps_the_head_lock_and_lets_go_when_idle() {
         use rustix::fs::{FlockOperation, flock};
         let dir = tempfile_dir("lease");
-            unasked: vec![],
         let path = dir.join("audit.jsonl");
         let never = Duration::from_secs(3600);
         // Two writers with open files of their own, as two processes have.
