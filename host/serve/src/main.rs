@@ -40,6 +40,12 @@ fn main() -> ExitCode {
         }
     };
     cli::init_logging();
+    // A panic anywhere still leaves the audit log's head file at the last record written.
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        cli::flush_audit_log();
+    }));
     // One call per process: a current-thread runtime starts fastest (blocking work still
     // gets its own threads). A server takes every core.
     let built = if matches!(cli.command, Command::Serve { .. }) {
@@ -61,6 +67,8 @@ fn main() -> ExitCode {
             e.downcast_ref::<UsageError>().map_or(EXIT_ERROR, |_| EXIT_USAGE)
         }
     };
+    // Every way out of `run` (ok, error, denial) leaves the head file at the last record.
+    cli::flush_audit_log();
     // Everything is written and flushed; skip tearing down the engine and runtime (the
     // process ends either way, and unmapping compiled code only costs time).
     let _ = std::io::stdout().flush();

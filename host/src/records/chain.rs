@@ -2,20 +2,32 @@
 //!
 //! Every line the host writes starts with `"seq"` (its place in the log, from 1, never
 //! reset by rotation) and `"prev"` (the SHA-256, in hex, of the line before it exactly
-//! as written, without its newline; 64 zeros before the first). Editing, removing,
-//! inserting or reordering a line breaks the chain at that place.
+//! as written — every byte between the two newlines, whitespace included — 64 zeros
+//! before the first). Editing, removing, inserting or reordering a line breaks the chain
+//! at that place; the host never writes a blank line or a line with whitespace at either
+//! end, so one found in the log was put there.
 //!
 //! Several processes append to one log (a server and `cheng call`s on the same state
 //! directory), so a line is chained and written under an exclusive `flock` on the head
-//! file, `audit.head`, which never moves. The head file also holds the chain's latest
-//! link as of the last group commit (`{"seq":…,"sha256":…}`), written after the log
-//! itself is synced: a log whose tail was cut is caught against it.
+//! file, `audit.head`, which never moves. The head file also anchors both ends of the
+//! chain as of the last group commit, written after the log itself is synced:
+//! `{"version":2,"seq":…,"sha256":…,"first":{"seq":1,"sha256":…}}` — the latest link
+//! (a log whose tail was cut is caught against it) and the first (the chain starts
+//! there). A head file of format 1 (`{"seq","sha256"}` alone, written before the first
+//! link was kept) is read as it is and rewritten as format 2 at the next commit.
 //!
 //! Rotation (`[records] max_bytes`): when the next line would take the file past the
 //! size, the writer appends a *seal* line (`{"seq","prev","sealed":"audit.N.jsonl"}`),
 //! renames the file to that name, and starts a new one whose first line chains to the
-//! seal. Rotated files are numbered from 1, oldest first. A writer in another process
+//! seal. Rotated files are numbered from 1, oldest first, and none is ever removed: a
+//! chain that does not start at record 1 lost its start. A writer in another process
 //! sees the seal (its file grew behind its back) and reopens the log by name.
+//!
+//! Should rotation ever drop old files (retention), it must first append a chained
+//! record of what it drops — the files, and the last link they hold — and move the head
+//! file's first link past them; `verify` would then accept a chain starting after that
+//! link only where such a record stands. Until then there is no such record, and no
+//! start but record 1 is accepted.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
@@ -128,9 +140,11 @@ pub fn chained(link: Link, object: &[u8], fresh_line: bool) -> Vec<u8> {
     line
 }
 
-/// The line's own bytes: `chained`'s output without its newlines.
+/// The line's own bytes: `chained`'s output without the newline that ends it and the
+/// one it may start with (and nothing else: a line is hashed exactly as written).
 pub fn content(line: &[u8]) -> &[u8] {
-    line.trim_ascii()
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_prefix(b"\n").unwrap_or(line)
 }
 
 /// The `seq` a line carries, when it is a chained line.
@@ -198,7 +212,8 @@ pub fn last_line(file: &mut File) -> std::io::Result<Option<Vec<u8>>> {
 
 /// The chain's latest link as the files at `path` hold it: the last line of the log,
 /// or of its newest rotated file when the log is empty. A log written before the chain
-/// (lines without `seq`) continues from its last line's hash.
+/// (lines without `seq`) continues from its last line's hash. The line is taken as
+/// written (see [`content`]).
 pub fn tip(path: &Path) -> std::io::Result<Link> {
     let mut candidates = vec![path.to_path_buf()];
     candidates.extend(rotated_files(path).into_iter().rev().map(|(_, p)| p));
@@ -209,11 +224,7 @@ pub fn tip(path: &Path) -> std::io::Result<Link> {
             Err(e) => return Err(e),
         };
         if let Some(line) = last_line(&mut f)? {
-            let line = content(&line);
-            if line.is_empty() {
-                continue;
-            }
-            return Ok(Link { seq: seq_of(line).unwrap_or(0), hash: hash(line) });
+            return Ok(Link { seq: seq_of(&line).unwrap_or(0), hash: hash(&line) });
         }
     }
     Ok(Link::START)
@@ -345,36 +356,180 @@ impl Drop for HeadLock<'_> {
     }
 }
 
-/// Open (create) the head file.
+/// Open (create) the head file of the log at `path`: never blocking on the open, and
+/// refused unless it is a regular file.
 pub fn open_head(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).open(head_path(path))
+    cheng_policy::hostfile::open_lock(&head_path(path), HEAD_CAP.kind).map_err(host_file_error)
 }
 
-/// The head as the head file holds it.
-pub fn read_head(mut head: &File) -> Option<Link> {
+/// The head file format this host writes: 2, the first link and the latest.
+pub const HEAD_VERSION: u8 = 2;
+
+/// The most bytes a head file may hold (it holds one line of about 200).
+pub const HEAD_CAP: cheng_policy::hostfile::Limit = cheng_policy::hostfile::AUDIT_HEAD;
+
+/// What a head file holds: the chain's first link and its latest, as of a group commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head {
+    /// Its format: 1, the latest link alone (written before the first link was kept);
+    /// 2, both.
+    pub version: u8,
+    /// The chain's first link (format 2).
+    pub first: Option<Link>,
+    /// The latest link.
+    pub last: Link,
+}
+
+impl Head {
+    /// A head of this host's format.
+    pub fn new(first: Link, last: Link) -> Head {
+        Head { version: HEAD_VERSION, first: Some(first), last }
+    }
+}
+
+/// As JSON, in this order: `{"version":2,"seq":…,"sha256":…,"first":{"seq":…,"sha256":…}}`
+/// (the latest link's fields at the top, as format 1 had them).
+impl serde::Serialize for Head {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        struct LinkText {
+            seq: u64,
+            sha256: String,
+        }
+        #[derive(serde::Serialize)]
+        struct HeadText {
+            version: u8,
+            seq: u64,
+            sha256: String,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            first: Option<LinkText>,
+        }
+        HeadText {
+            version: self.version,
+            seq: self.last.seq,
+            sha256: hex::encode(self.last.hash),
+            first: self.first.map(|f| LinkText { seq: f.seq, sha256: hex::encode(f.hash) }),
+        }
+        .serialize(serializer)
+    }
+}
+
+/// A head's text, in either format (whitespace around it is no matter: `cheng records
+/// verify --head` prints it pretty); `None` when `text` is no head. Format 1 has no
+/// `first` (nor, as the host wrote it, a `version`); format 2 has both.
+pub fn parse_head(text: &[u8]) -> Option<Head> {
     #[derive(serde::Deserialize)]
-    struct Head {
+    #[serde(deny_unknown_fields)]
+    struct LinkText {
         seq: u64,
         sha256: String,
     }
-    let mut text = Vec::new();
-    head.seek(SeekFrom::Start(0)).ok()?;
-    head.read_to_end(&mut text).ok()?;
-    let h: Head = serde_json::from_slice(&text).ok()?;
-    let hash: [u8; 32] = hex::decode(h.sha256).ok()?.try_into().ok()?;
-    Some(Link { seq: h.seq, hash })
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct HeadText {
+        version: Option<u8>,
+        seq: u64,
+        sha256: String,
+        first: Option<LinkText>,
+    }
+    let link = |seq: u64, sha256: &str| -> Option<Link> {
+        let hash: [u8; 32] = hex::decode(sha256).ok()?.try_into().ok()?;
+        Some(Link { seq, hash })
+    };
+    let h: HeadText = serde_json::from_slice(text).ok()?;
+    let last = link(h.seq, &h.sha256)?;
+    match (h.version, h.first) {
+        (None | Some(1), None) => Some(Head { version: 1, first: None, last }),
+        (Some(HEAD_VERSION), Some(f)) => Some(Head::new(link(f.seq, &f.sha256)?, last)),
+        _ => None,
+    }
 }
 
-/// Under the head lock: record `link` in the head file (and sync it) unless the file
-/// holds a later one already. Call after the log is synced up to `link`.
-pub fn write_head(mut head: &File, link: Link) -> std::io::Result<()> {
-    if link.seq == 0 || read_head(head).is_some_and(|h| h.seq >= link.seq) {
+/// The head file at `head_path` (or a head kept elsewhere), read as a file the host
+/// does not trust ([`cheng_policy::hostfile`]): a regular file of at most [`HEAD_CAP`],
+/// opened without blocking (a FIFO or device put in its place must neither hang nor
+/// flood the host). `Ok(None)` when there is none; the error names the file and the
+/// limit it broke.
+pub fn read_head_file(head_path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    match cheng_policy::hostfile::read(head_path, HEAD_CAP) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(host_file_error(e)),
+    }
+}
+
+/// A host file's refusal as an I/O error, its message kept (it names the file).
+fn host_file_error(e: cheng_policy::hostfile::HostFileError) -> std::io::Error {
+    use cheng_policy::hostfile::HostFileError;
+    let kind = match &e {
+        HostFileError::Io { source, .. } => source.kind(),
+        HostFileError::NotFound { .. } => std::io::ErrorKind::NotFound,
+        _ => std::io::ErrorKind::InvalidData,
+    };
+    std::io::Error::new(kind, e.to_string())
+}
+
+/// The head as the (open) head file holds it.
+pub fn read_head(mut head: &File) -> Option<Head> {
+    let mut text = Vec::new();
+    head.seek(SeekFrom::Start(0)).ok()?;
+    head.take(HEAD_CAP.bytes + 1).read_to_end(&mut text).ok()?;
+    parse_head(&text)
+}
+
+/// The chain's first link as the files at `path` hold it: the first chained line of the
+/// oldest file that has one.
+pub fn first_link(path: &Path) -> std::io::Result<Option<Link>> {
+    use std::io::BufRead as _;
+    for p in files(path) {
+        let file = match File::open(&p) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        let mut reader = std::io::BufReader::new(file);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            if reader.read_until(b'\n', &mut line)? == 0 {
+                break;
+            }
+            // A fragment at the end is no line.
+            let Some(body) = line.strip_suffix(b"\n") else { break };
+            if let Some(seq) = seq_of(body) {
+                return Ok(Some(Link { seq, hash: hash(body) }));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Under the head lock: record `link` in the head file of the log at `path` (and sync
+/// it) unless the file holds a later one already. The first link is kept from the head
+/// file, or read from the log when the head file has none (a new log, or a head of
+/// format 1). Call after the log is synced up to `link`.
+pub fn write_head(mut head: &File, path: &Path, link: Link) -> std::io::Result<()> {
+    let held = read_head(head);
+    if link.seq == 0 || held.is_some_and(|h| h.last.seq >= link.seq) {
         return Ok(());
     }
-    let text = format!("{{\"seq\":{},\"sha256\":\"{}\"}}\n", link.seq, hex::encode(link.hash));
-    head.set_len(0)?;
+    let first = match held.and_then(|h| h.first) {
+        Some(f) => f,
+        None => match first_link(path)? {
+            Some(f) => f,
+            None if link.seq == 1 => link,
+            // The log holds no chained line although one was synced: moved away under
+            // this writer. Nothing true can be written.
+            None => return Ok(()),
+        },
+    };
+    let mut text = serde_json::to_vec(&Head::new(first, link)).map_err(std::io::Error::other)?;
+    text.push(b'\n');
+    // Written over the old text (never shorter: sequence numbers only grow), then cut
+    // to its length, so a reader never finds the file empty.
     head.seek(SeekFrom::Start(0))?;
-    head.write_all(text.as_bytes())?;
+    head.write_all(&text)?;
+    head.set_len(text.len() as u64)?;
     head.sync_data()
 }
 
@@ -429,6 +584,87 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn heads_of_both_formats_parse_and_others_do_not() {
+        let h = Head::new(Link { seq: 1, hash: [1; 32] }, Link { seq: 9, hash: [9; 32] });
+        let text = serde_json::to_string(&h).unwrap();
+        assert!(text.starts_with(r#"{"version":2,"seq":9,"sha256":"0909"#), "{text}");
+        assert_eq!(parse_head(text.as_bytes()), Some(h));
+        // Pretty, as `verify --head` prints it.
+        assert_eq!(parse_head(serde_json::to_string_pretty(&h).unwrap().as_bytes()), Some(h));
+        let v1 = format!("{{\"seq\":9,\"sha256\":\"{}\"}}\n", "09".repeat(32));
+        assert_eq!(parse_head(v1.as_bytes()), Some(Head { version: 1, first: None, last: h.last }));
+        for bad in [
+            "".to_string(),
+            "{}".to_string(),
+            // Format 2 without its first link, format 1 with one, a format not known.
+            text.replace(",\"first\"", ",\"other\""),
+            v1.replace('}', &format!(",\"first\":{{\"seq\":1,\"sha256\":\"{}\"}}}}", "01".repeat(32))),
+            text.replace("\"version\":2", "\"version\":3"),
+            v1.replace("09", "0g"),
+        ] {
+            assert_eq!(parse_head(bad.as_bytes()), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_head_keeps_its_first_link_and_never_goes_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("audit.jsonl");
+        let first = chained(Link { seq: 1, hash: GENESIS }, br#"{"id":"a"}"#, false);
+        let second = chained(Link { seq: 2, hash: hash(content(&first)) }, br#"{"id":"b"}"#, false);
+        std::fs::write(&p, [first.clone(), second.clone()].concat()).unwrap();
+        let head = open_head(&p).unwrap();
+        let l1 = Link { seq: 1, hash: hash(content(&first)) };
+        let l2 = Link { seq: 2, hash: hash(content(&second)) };
+        // A head of format 1 becomes format 2, its first link read from the log.
+        std::fs::write(head_path(&p), format!("{{\"seq\":1,\"sha256\":\"{}\"}}", hex::encode(l1.hash))).unwrap();
+        write_head(&head, &p, l2).unwrap();
+        assert_eq!(read_head(&head), Some(Head::new(l1, l2)));
+        // An older link changes nothing; the first link is kept from the head file.
+        write_head(&head, &p, l1).unwrap();
+        assert_eq!(read_head(&head), Some(Head::new(l1, l2)));
+        std::fs::write(&p, &second).unwrap();
+        let l3 = Link { seq: 3, hash: [3; 32] };
+        write_head(&head, &p, l3).unwrap();
+        assert_eq!(read_head(&head), Some(Head::new(l1, l3)));
+        assert_eq!(first_link(&p).unwrap(), Some(l2));
+    }
+
+    #[test]
+    fn a_line_is_hashed_exactly_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("audit.jsonl");
+        let line = chained(Link { seq: 1, hash: GENESIS }, br#"{"id":"a"}"#, false);
+        std::fs::write(&p, &line).unwrap();
+        let exact = tip(&p).unwrap();
+        assert_eq!(exact, Link { seq: 1, hash: hash(&line[..line.len() - 1]) });
+        // Whitespace at either end is part of the line.
+        std::fs::write(&p, [b" ", &line[..line.len() - 1], b"\t\n"].concat()).unwrap();
+        assert_ne!(tip(&p).unwrap().hash, exact.hash);
+        // A fresh line's leading newline is not.
+        assert_eq!(content(&chained(Link { seq: 1, hash: GENESIS }, br#"{"id":"a"}"#, true)), &line[..line.len() - 1]);
+    }
+
+    #[test]
+    fn a_head_file_that_is_no_regular_file_is_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("audit.jsonl");
+        assert_eq!(read_head_file(&head_path(&p)).unwrap(), None);
+        let c = std::ffi::CString::new(head_path(&p).as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let t = std::time::Instant::now();
+        let e = read_head_file(&head_path(&p)).unwrap_err().to_string();
+        assert!(e.contains("FIFO") && e.contains("audit.head"), "{e}");
+        assert!(open_head(&p).is_err());
+        assert!(t.elapsed() < std::time::Duration::from_secs(2));
+        std::fs::remove_file(head_path(&p)).unwrap();
+        std::fs::write(head_path(&p), vec![b' '; HEAD_CAP.bytes as usize + 1]).unwrap();
+        let e = read_head_file(&head_path(&p)).unwrap_err().to_string();
+        assert!(e.contains("over the 64 KiB limit for an audit head file"), "{e}");
     }
 
     #[test]

@@ -18,10 +18,13 @@
 //! default), so a machine crash loses at most one window.
 //!
 //! Tamper evidence ([`chain`]): every line carries `seq` and `prev`, the SHA-256 of the
-//! line before it, and the latest link is also kept outside the log (`audit.head`,
-//! written after each group commit); [`verify()`] walks the chain across rotated files
-//! (`[records] max_bytes`) and names the first record edited, removed, inserted or
-//! reordered, or a cut tail.
+//! line before it exactly as written, and both ends of the chain are also kept outside
+//! the log (`audit.head`: the first link and the latest, written after each group commit
+//! and by [`AuditLog::flush`], which a process calls on its way out);
+//! [`verify()`] walks the chain across rotated files (`[records] max_bytes`) and names
+//! the first record edited, removed (from the middle or the start), inserted or
+//! reordered, or a cut tail — against the head file, and with [`verify_expecting`]
+//! against a head the operator kept elsewhere.
 //!
 //! The head file's lock is what lets several processes append to one chain. Rather
 //! than three system calls around every line (lock, `fstat` to see what others wrote,
@@ -59,7 +62,7 @@ use sha2::{Digest, Sha256};
 use crate::approvals::ApprovalOutcome;
 use crate::capability::Denial;
 
-pub use verify::{Break, Problem, Verification, verify};
+pub use verify::{Break, HeadSeen, Problem, Verification, verify, verify_expecting};
 
 pub use crate::context::Status;
 
@@ -263,6 +266,9 @@ struct AuditInner {
     /// Rotate past this size (0: never).
     max_bytes: u64,
     dirty: AtomicBool,
+    /// The latest link this writer made durable and wrote to the head file: a sync with
+    /// nothing after it has nothing to do.
+    synced_seq: std::sync::atomic::AtomicU64,
     stop: AtomicBool,
     healthy: AtomicBool,
     /// Wakes the lease thread when a writer takes the head lock.
@@ -292,16 +298,25 @@ impl AuditInner {
     /// Make everything appended so far durable, then record the chain's latest link in
     /// the head file. The descriptor is a clone, so appends are not blocked meanwhile.
     fn sync(&self) -> std::io::Result<()> {
-        let (file, tip) = {
-            let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-            // The head file is written under its lock, taken on the other open file:
-            // this process's own hold on it goes first.
-            w.release(&self.head);
-            (w.chain.file.try_clone()?, w.chain.tip)
-        };
+        self.sync_from(self.writer.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// [`AuditInner::sync`], the writer already held (`w`).
+    fn sync_from(&self, mut w: std::sync::MutexGuard<'_, Appender>) -> std::io::Result<()> {
+        // The head file is written under its lock, taken on the other open file: this
+        // process's own hold on it goes first.
+        w.release(&self.head);
+        let tip = w.chain.tip;
+        if tip.seq <= self.synced_seq.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let file = w.chain.file.try_clone()?;
+        drop(w);
         file.sync_data()?;
         let _lock = chain::HeadLock::take(&self.head_for_sync)?;
-        chain::write_head(&self.head_for_sync, tip)
+        chain::write_head(&self.head_for_sync, &self.path, tip)?;
+        self.synced_seq.fetch_max(tip.seq, Ordering::AcqRel);
+        Ok(())
     }
 }
 
@@ -343,6 +358,15 @@ impl AuditLog {
         // It holds arguments and results (file contents among them): the operator's alone,
         // like the tokens, whatever the umask says.
         let writer = chain::Writer::open(path).map_err(err)?;
+        // The head file is read as a file the host does not trust: one that is not a
+        // regular file of a head's size stops the start, naming it and the limit.
+        let head_file = chain::head_path(path);
+        if let Err(e) = cheng_policy::hostfile::read(&head_file, chain::HEAD_CAP)
+            && !e.is_not_found()
+        {
+            let source = std::io::Error::new(std::io::ErrorKind::InvalidData, e.reason());
+            return Err(AuditError { path: head_file.display().to_string(), source });
+        }
         let head = chain::open_head(path).map_err(err)?;
         let head_for_sync = chain::open_head(path).map_err(err)?;
         let leased = Arc::new((Mutex::new(false), Condvar::new()));
@@ -353,6 +377,7 @@ impl AuditLog {
             head_for_sync,
             max_bytes,
             dirty: AtomicBool::new(false),
+            synced_seq: std::sync::atomic::AtomicU64::new(0),
             stop: AtomicBool::new(false),
             healthy: AtomicBool::new(true),
             leased: leased.clone(),
@@ -424,6 +449,30 @@ impl AuditLog {
     /// shutdown).
     pub fn flush(&self) -> Result<(), AuditError> {
         self.inner.sync().map_err(|source| AuditError { path: self.inner.path.display().to_string(), source })
+    }
+
+    /// [`AuditLog::flush`] for a process about to end, from wherever it ends: a signal
+    /// handler's task, a panic hook (where the panicking thread may hold the writer: it
+    /// is waited for at most `patience`, then the flush is given up).
+    pub fn flush_at_exit(&self, patience: Duration) -> Result<(), AuditError> {
+        let err = |source| AuditError { path: self.inner.path.display().to_string(), source };
+        let until = Instant::now() + patience;
+        let w = loop {
+            match self.inner.writer.try_lock() {
+                Ok(w) => break w,
+                Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) if Instant::now() < until => {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    return Err(err(std::io::Error::new(
+                        std::io::ErrorKind::WouldBlock,
+                        "the writer stayed busy: the head file was not brought up to date",
+                    )));
+                }
+            }
+        };
+        self.inner.sync_from(w).map_err(err)
     }
 
     /// Whether the last write (or sync) of the log succeeded.
@@ -606,7 +655,7 @@ mod tests {
                 .append(true)
                 .open(dir.join("audit.jsonl"))
                 .unwrap()
-                .write_all(b"{\"id\":\"c\",")
+                .write_all(b"{\"seq\":4,\"prev\":\"ab")
                 .unwrap();
         }
         assert_eq!(log.read(&Filter::default()).unwrap().len(), 2);
@@ -657,8 +706,65 @@ mod tests {
         a.flush().unwrap();
         flock(&probe, FlockOperation::NonBlockingLockExclusive).expect("a flush lets go of the lock");
         flock(&probe, FlockOperation::Unlock).unwrap();
-        assert_eq!(chain::read_head(&probe).map(|l| l.seq), Some(5));
+        assert_eq!(chain::read_head(&probe).map(|h| h.last.seq), Some(5));
         drop((a, b));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_flush_at_exit_brings_the_head_up_even_after_a_panic_in_the_writer() {
+        let dir = tempfile_dir("exit");
+        let path = dir.join("audit.jsonl");
+        let never = Duration::from_secs(3600);
+        let log = AuditLog::open(&path, never).unwrap();
+        log.append(&rec("a", Status::Running, "think")).unwrap();
+        log.append(&rec("a", Status::Ok, "think")).unwrap();
+        // A thread panics holding the writer (the mutex is poisoned).
+        let inner = log.inner.clone();
+        let _ = std::thread::spawn(move || {
+            let _w = inner.writer.lock().unwrap();
+            panic!("a panic while appending");
+        })
+        .join();
+        assert!(log.inner.writer.is_poisoned());
+        let head = chain::open_head(&path).unwrap();
+        assert_eq!(chain::read_head(&head), None, "nothing synced before the flush");
+        log.flush_at_exit(Duration::from_secs(1)).unwrap();
+        let h = chain::read_head(&head).unwrap();
+        assert_eq!((h.version, h.first.map(|f| f.seq), h.last.seq), (2, Some(1), 2));
+        assert!(verify(&path).unwrap().ok);
+        // Held by another thread for longer than the patience: given up, said so.
+        let inner = log.inner.clone();
+        let (held, release) = (std::sync::Arc::new(std::sync::Barrier::new(2)), std::sync::mpsc::channel::<()>());
+        let h2 = held.clone();
+        let t = std::thread::spawn(move || {
+            let _w = inner.writer.lock().unwrap_or_else(|p| p.into_inner());
+            h2.wait();
+            let _ = release.1.recv();
+        });
+        held.wait();
+        assert!(log.flush_at_exit(Duration::from_millis(20)).is_err());
+        release.0.send(()).unwrap();
+        t.join().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_head_file_that_breaks_the_rule_stops_the_start() {
+        let dir = tempfile_dir("badhead");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("audit.jsonl");
+        std::fs::write(dir.join("audit.head"), vec![b'x'; 65 << 10]).unwrap();
+        let e = AuditLog::open(&path, DEFAULT_COMMIT_WINDOW).err().unwrap().to_string();
+        assert!(e.contains("audit.head") && e.contains("over the 64 KiB limit for an audit head file"), "{e}");
+        std::fs::remove_file(dir.join("audit.head")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.join("audit.head")).unwrap();
+        let e = AuditLog::open(&path, DEFAULT_COMMIT_WINDOW).err().unwrap().to_string();
+        assert!(e.contains("audit.head") && e.contains("character device"), "{e}");
+        // Control: a head file of a head's size opens.
+        std::fs::remove_file(dir.join("audit.head")).unwrap();
+        std::fs::write(dir.join("audit.head"), "").unwrap();
+        assert!(AuditLog::open(&path, DEFAULT_COMMIT_WINDOW).is_ok());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -190,9 +190,15 @@ pub enum RecordsCommand {
     /// Walk the audit log's hash chain (rotated files too) and report that it holds, or
     /// the first record edited, removed, inserted or reordered, or a cut tail (exit 1).
     Verify {
-        /// Print only the chain's latest link (`{"seq","sha256"}`), to keep elsewhere.
-        #[arg(long)]
+        /// Print only the chain's head, its first and latest links
+        /// (`{"version","seq","sha256","first"}`), to keep elsewhere.
+        #[arg(long, conflicts_with = "expect")]
         head: bool,
+        /// Also check the log against a head kept elsewhere (a file `--head` wrote, or a
+        /// copy of audit.head): the chain must start at its first link and hold its
+        /// latest.
+        #[arg(long, value_name = "HEADFILE")]
+        expect: Option<PathBuf>,
     },
 }
 

@@ -4,7 +4,7 @@
 use std::io::{Read, Write};
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use cheng_host::{Context, Host, Status};
 use serde_json::json;
 
@@ -96,16 +96,34 @@ pub async fn call(
     if let Ok(parent) = std::env::var("TRACEPARENT") {
         cx = cx.traceparent(&parent, std::env::var("TRACESTATE").ok().as_deref());
     }
+    // SIGINT or SIGTERM cancels the call, which then ends as any call does: its final
+    // record written, the head file brought up to it. A second signal stops at once,
+    // the head file brought up to the last record written.
+    // The handlers are in place before the call starts (a spawned task would only set
+    // them up once the call first waits, and a signal before that would kill the process).
     let token = cx.cancel.clone();
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+    let mut int = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("cheng: cancelling the call");
-            token.cancel();
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
         }
+        let _ = writeln!(std::io::stderr(), "cheng: cancelling the call (again to stop at once)");
+        token.cancel();
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        super::flush_audit_log();
+        std::process::exit(130);
     });
     tracing::debug!(target: "cheng::startup", "calling");
     let (result, rec) = host.call_recorded(&cx, tool, value).await;
     tracing::debug!(target: "cheng::startup", "called");
+    // The head file reaches the call's final record before its output reaches the caller.
+    super::flush_audit_log();
     // The process exits right after printing: dropping the host would only unmap
     // compiled code first.
     if record {

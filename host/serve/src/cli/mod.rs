@@ -30,6 +30,28 @@ pub const EXIT_DENIED: u8 = 2;
 /// The command was invoked wrongly.
 pub const EXIT_USAGE: u8 = 64;
 
+/// The audit log of the host this process started: every way out of the process
+/// brings its head file up to the last record written (see [`flush_audit_log`]).
+static AUDIT: std::sync::OnceLock<cheng_host::records::AuditLog> = std::sync::OnceLock::new();
+
+/// Remember `host`'s audit log for [`flush_audit_log`].
+pub fn keep_audit_log(host: &cheng_host::Host) {
+    if let Some(log) = host.audit_log() {
+        let _ = AUDIT.set(log.clone());
+    }
+}
+
+/// Make the records this process wrote durable and bring the head file up to the last
+/// of them: on every way out — a command's end (ok, error, denial), a second signal, a
+/// panic. A failure is said on stderr (never `eprintln!`: a closed stderr must not panic
+/// here).
+pub fn flush_audit_log() {
+    let Some(log) = AUDIT.get() else { return };
+    if let Err(e) = log.flush_at_exit(std::time::Duration::from_secs(2)) {
+        let _ = writeln!(std::io::stderr(), "cheng: {e}");
+    }
+}
+
 /// Write one document to stdout. A reader that went away (a closed pipe) is not an
 /// error worth a panic: the output is simply not wanted any more.
 pub fn emit(doc: &str) {

@@ -15,8 +15,8 @@ use super::{EXIT_ERROR, EXIT_USAGE, UsageError, emit_json, known_role, need_stat
 /// Answer `cli`'s command if it is one of these: `Some(exit code)`, else `None`.
 pub async fn run(cli: &Cli, config: &Config, state: &Option<PathBuf>) -> Result<Option<u8>> {
     let code = match &cli.command {
-        Command::Records { action: Some(RecordsCommand::Verify { head }), .. } => {
-            verify(&need_state(state)?.join("audit.jsonl"), *head)?
+        Command::Records { action: Some(RecordsCommand::Verify { head, expect }), .. } => {
+            verify(&need_state(state)?.join("audit.jsonl"), *head, expect.as_deref())?
         }
         Command::Records { action: None, status, tool, last } => {
             let filter =
@@ -46,11 +46,30 @@ pub async fn run(cli: &Cli, config: &Config, state: &Option<PathBuf>) -> Result<
 }
 
 /// `cheng records verify`: the walk as JSON, exit 1 when the chain breaks; with
-/// `--head`, only the latest link.
-fn verify(log: &Path, head: bool) -> Result<u8> {
-    let v = cheng_host::records::verify(log).with_context(|| format!("cannot read the audit log {}", log.display()))?;
+/// `--head`, only the chain's head (first and latest links); with `--expect FILE`, the
+/// log checked against the head in FILE as well.
+fn verify(log: &Path, head: bool, expect: Option<&Path>) -> Result<u8> {
+    use cheng_host::records::chain;
+    let expected = match expect {
+        None => None,
+        Some(file) => {
+            let text = chain::read_head_file(file)
+                .with_context(|| format!("cannot read the expected head {}", file.display()))?
+                .ok_or_else(|| UsageError(format!("no expected head at {}", file.display())))?;
+            let parsed = chain::parse_head(&text).ok_or_else(|| {
+                UsageError(format!(
+                    "{} holds no head (`cheng records verify --head` writes one: \
+                     {{\"version\",\"seq\",\"sha256\",\"first\"}})",
+                    file.display()
+                ))
+            })?;
+            Some((parsed, file))
+        }
+    };
+    let v = cheng_host::records::verify_expecting(log, expected.as_ref().map(|(h, f)| (h, *f)))
+        .with_context(|| format!("cannot read the audit log {}", log.display()))?;
     if head {
-        emit_json(&json!({"seq": v.last_seq, "sha256": v.last_sha256}))?;
+        emit_json(&v.found_head())?;
     } else {
         emit_json(&v)?;
     }

@@ -76,6 +76,7 @@ pub async fn host(cli: &Cli, config: &Config, state: &Option<PathBuf>) -> Result
         }
     }
     let host = builder.build().await.context("cannot start the host")?;
+    super::keep_audit_log(&host);
     for e in host.load_errors() {
         eprintln!("cheng: plugin not loaded: {e}");
     }
