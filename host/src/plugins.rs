@@ -48,6 +48,15 @@ pub enum PluginError {
         #[source]
         source: std::io::Error,
     },
+    /// Its component or signature file is not a regular file, or is over its cap.
+    #[error("plugin \"{id}\": {source}; refusing to load it")]
+    File {
+        /// The plugin.
+        id: String,
+        /// What is wrong with the file (it names the file and the limit).
+        #[source]
+        source: crate::policy::hostfile::HostFileError,
+    },
     /// Its bytes are not those the entry pins, or nothing pins them.
     #[error("{0}")]
     Pin(String),
@@ -90,11 +99,15 @@ pub(crate) fn plugin_from_config(
         (Some(file), None) => {
             let base = cfg.source.as_ref().and_then(|p| p.parent()).map(Path::to_path_buf).unwrap_or_default();
             let path = base.join(file);
-            let wasm = std::fs::read(&path).map_err(|source| PluginError::Read {
-                id: id.clone(),
-                path: path.clone(),
-                source,
-            })?;
+            let wasm =
+                crate::policy::hostfile::read(&path, crate::policy::hostfile::PLUGIN_WASM).map_err(|source| {
+                    match source {
+                        crate::policy::hostfile::HostFileError::Io { source, .. } => {
+                            PluginError::Read { id: id.clone(), path: path.clone(), source }
+                        }
+                        source => PluginError::File { id: id.clone(), source },
+                    }
+                })?;
             (wasm, path)
         }
         // A component from a registry: the accepted version in the state directory's
@@ -105,7 +118,13 @@ pub(crate) fn plugin_from_config(
                     "plugin \"{id}\": a component from {source} needs a state directory to be pulled into"
                 ))));
             };
-            crate::oci::load(&crate::oci::Store::new(state), id, source)?
+            crate::oci::load(&crate::oci::Store::new(state), id, source).map_err(|e| match e {
+                // The store's own messages name its file, not the plugin.
+                crate::oci::OciError::Store(m) => {
+                    crate::oci::OciError::Store(format!("plugin \"{id}\": {m}; refusing to load it"))
+                }
+                e => e,
+            })?
         }
         _ => {
             return Err(PluginError::Entry(format!(
@@ -137,12 +156,15 @@ pub(crate) fn plugin_from_config(
             PluginError::Signature(format!("plugin \"{id}\" ({}): {e}; refusing to load it", path.display()))
         };
         crate::signature::check_keys(&pc.signed_by).map_err(refused)?;
-        let text = match std::fs::read_to_string(&sig_path) {
+        let text = match crate::policy::hostfile::read_to_string(&sig_path, crate::policy::hostfile::SIGNATURE) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(e) if e.is_not_found() => {
                 return Err(refused(crate::signature::SignatureError::Missing(sig_path.display().to_string())));
             }
-            Err(source) => return Err(PluginError::Read { id: id.clone(), path: sig_path, source }),
+            Err(crate::policy::hostfile::HostFileError::Io { source, .. }) => {
+                return Err(PluginError::Read { id: id.clone(), path: sig_path, source });
+            }
+            Err(source) => return Err(PluginError::File { id: id.clone(), source }),
         };
         let info =
             crate::signature::verify(&wasm, &text, &sig_path.display().to_string(), &pc.signed_by).map_err(refused)?;

@@ -52,10 +52,18 @@ impl RunStateStore {
     pub fn count_call(&self, run: &str) -> u64 {
         if let Some(dir) = &self.dir {
             use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt as _;
             let d = dir.join(run);
-            let opened = std::fs::create_dir_all(&d)
-                .and_then(|_| std::fs::OpenOptions::new().create(true).append(true).open(d.join("calls")));
+            // Never blocking on a FIFO's open, and appended to only if a regular file.
+            let opened = std::fs::create_dir_all(&d).and_then(|_| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+                    .open(d.join("calls"))
+            });
             if let Ok(mut f) = opened
+                && f.metadata().is_ok_and(|m| m.is_file())
                 && f.write_all(b".").is_ok()
                 && let Ok(m) = f.metadata()
             {
@@ -83,10 +91,18 @@ impl RunStateStore {
     }
 
     fn read_file(&self, scope: &Scope) -> BTreeMap<String, String> {
-        self.file(scope)
-            .and_then(|f| std::fs::read(f).ok())
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default()
+        use crate::policy::hostfile;
+        let Some(file) = self.file(scope) else { return BTreeMap::new() };
+        match hostfile::read(&file, hostfile::RUN_STATE) {
+            Ok(b) => serde_json::from_slice(&b).unwrap_or_default(),
+            Err(e) if e.is_not_found() => BTreeMap::new(),
+            // Not a regular file, or over its cap: the run starts afresh (said in the log);
+            // the next `set` replaces it.
+            Err(e) => {
+                tracing::warn!(target: "cheng::runstate", "ignoring run state: {e}");
+                BTreeMap::new()
+            }
+        }
     }
 
     /// The lock serializing writers of `scope` in this process.

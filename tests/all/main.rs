@@ -67,6 +67,9 @@ mod git;
 mod git_write;
 // The repository files the host reads before running git: FIFOs, devices, oversized ones.
 mod git_reads;
+// The host's own files (config, tokens, settings, plugins and signatures, cache, pins,
+// OCI store, run state): FIFOs, devices behind links, oversized ones.
+mod hostfiles;
 // web_fetch and web_search against local servers, the egress guard, rebinding, net grants.
 mod web;
 // External MCP servers under confinement: real npm and PyPI servers, a hostile one.

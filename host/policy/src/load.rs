@@ -65,8 +65,8 @@ impl Config {
 
     /// Read and parse a configuration file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ConfigError { path: path.display().to_string(), message: format!("cannot read it: {e}") })?;
+        let text = crate::hostfile::read_to_string(path, crate::hostfile::CONFIG)
+            .map_err(|e| ConfigError { path: path.display().to_string(), message: e.reason() })?;
         let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         Self::parse(&text, &path.display().to_string(), Some(abs))
     }

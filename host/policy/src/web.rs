@@ -262,8 +262,10 @@ impl WebConfig {
                 _ => f.clone(),
             };
             let shown = path.display();
-            let certs = rustls_pki_types::CertificateDer::pem_file_iter(&path)
-                .map_err(|e| format!("[web] ca_file {shown}: {e}"))?
+            let pem = crate::hostfile::read(&path, crate::hostfile::CA_FILE)
+                .map_err(|e| format!("[web] ca_file {shown}: {}", e.reason()))?;
+            let certs = rustls_pki_types::CertificateDer::pem_slice_iter(&pem)
+                .map(|c| c.map(|c| c.into_owned()))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| format!("[web] ca_file {shown}: {e}"))?;
             if certs.is_empty() {

@@ -418,11 +418,17 @@ pub(crate) fn append_access(path: &std::path::Path, line: &serde_json::Value) {
     if line.get("time_ms").is_none() {
         line["time_ms"] = serde_json::json!(cheng_host::unix_ms());
     }
+    // Never blocking on a FIFO's open, and appended to only if a regular file.
     let written = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .mode(0o600)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
+        .and_then(|f| match f.metadata()?.is_file() {
+            true => Ok(f),
+            false => Err(std::io::Error::other("it is not a regular file")),
+        })
         .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
     if let Err(e) = written {
         tracing::error!(target: "cheng::records", "cannot append to {}: {e}", path.display());

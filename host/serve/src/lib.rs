@@ -79,6 +79,9 @@ pub enum ServeError {
     /// The MCP session over stdio failed.
     #[error("the MCP session over stdio failed: {0}")]
     Stdio(String),
+    /// The token store (`tokens.json`) cannot be read: HTTP is not served without it.
+    #[error(transparent)]
+    Tokens(#[from] tokens::TokenError),
 }
 
 /// Serve until `shutdown` fires — or, with stdio, until the stdio client goes away.
@@ -104,6 +107,9 @@ pub async fn serve(
     let mut listener = None;
     if let Some(addr) = opts.http {
         http::check_bind(addr, opts.allow_remote)?;
+        // Every request is checked against the token store: one that cannot be read (not
+        // a regular file, over its cap, damaged) stops the start rather than each request.
+        tokens::TokenStore::new(&opts.state_dir).list()?;
         let l = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;

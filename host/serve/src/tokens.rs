@@ -88,6 +88,9 @@ pub enum TokenError {
         #[source]
         source: std::io::Error,
     },
+    /// The file (or its lock file) is not a regular file, or is over its cap.
+    #[error(transparent)]
+    File(#[from] cheng_host::policy::hostfile::HostFileError),
     /// The file is not a token store.
     #[error("token store {0} is damaged: {1}")]
     Damaged(String, String),
@@ -157,9 +160,10 @@ impl TokenStore {
         }
         // Read after the `stat`: what is read is that version of the file or a later one,
         // and a later one has another identity, so it is read again next time.
-        let bytes = match std::fs::read(&self.path) {
+        let bytes = match cheng_host::policy::hostfile::read(&self.path, cheng_host::policy::hostfile::TOKENS) {
             Ok(b) => b,
-            Err(e) => return absent(e),
+            Err(e) if e.is_not_found() => return Ok(Arc::default()),
+            Err(e) => return Err(e.into()),
         };
         let list: Arc<Vec<Stored>> = Arc::new(
             serde_json::from_slice(&bytes)
@@ -177,7 +181,7 @@ impl TokenStore {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
-        let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(io)?;
+        let f = cheng_host::policy::hostfile::open_lock(&path, "a tokens lock file")?;
         f.lock().map_err(io)?;
         Ok(f)
     }

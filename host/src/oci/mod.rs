@@ -37,6 +37,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 
 use crate::egress::Egress;
+use crate::policy::hostfile;
 
 /// The layer media type of a component in the Wasm OCI layout.
 pub const WASM_LAYER: &str = "application/wasm";
@@ -53,6 +54,8 @@ const MAX_REFERRERS: usize = 16;
 pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
 /// Largest component layer pulled.
 pub const MAX_LAYER_BYTES: u64 = 64 << 20;
+/// A stored component: no larger than a pull accepts.
+const BLOB: hostfile::Limit = hostfile::Limit::new(MAX_LAYER_BYTES, "a stored OCI component");
 /// How long one pull may take, every request included.
 pub const PULL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
@@ -218,11 +221,12 @@ impl Store {
 
     fn index(&self) -> Result<Index, OciError> {
         let path = self.index_path();
-        match std::fs::read(&path) {
+        match hostfile::read(&path, hostfile::OCI_INDEX) {
             Ok(bytes) => serde_json::from_slice(&bytes)
                 .map_err(|e| OciError::Store(format!("{} is unreadable: {e}", path.display()))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Index::default()),
-            Err(e) => Err(OciError::Store(format!("cannot read {}: {e}", path.display()))),
+            Err(e) if e.is_not_found() => Ok(Index::default()),
+            // The message names the file, what is wrong with it and the limit.
+            Err(e) => Err(OciError::Store(e.to_string())),
         }
     }
 
@@ -234,7 +238,7 @@ impl Store {
         let store_error = |e: std::io::Error| OciError::Store(format!("cannot lock {}: {e}", path.display()));
         std::fs::create_dir_all(&self.root).map_err(store_error)?;
         let lock =
-            std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(store_error)?;
+            hostfile::open_lock(&path, "the OCI store's lock file").map_err(|e| OciError::Store(e.to_string()))?;
         rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).map_err(|e| store_error(e.into()))?;
         let mut index = self.index()?;
         let out = f(&mut index)?;
@@ -260,8 +264,7 @@ impl Store {
     /// The component with SHA-256 `hex`, checked against it.
     pub fn read(&self, hex: &str) -> Result<Vec<u8>, OciError> {
         let path = self.blob_path(hex);
-        let bytes =
-            std::fs::read(&path).map_err(|e| OciError::Store(format!("cannot read {}: {e}", path.display())))?;
+        let bytes = hostfile::read(&path, BLOB).map_err(|e| OciError::Store(e.to_string()))?;
         let actual = hex::encode(sha2::Sha256::digest(&bytes));
         if actual != hex {
             return Err(OciError::Store(format!(

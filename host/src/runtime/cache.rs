@@ -25,6 +25,7 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 
 use crate::error::HostError;
+use crate::policy::hostfile;
 
 /// What `<key>.check` holds.
 #[derive(Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -41,11 +42,35 @@ struct Identity(u64, u64, u64, i128, i128);
 
 impl Identity {
     fn of(path: &Path) -> Option<Identity> {
-        use std::os::unix::fs::MetadataExt as _;
-        let m = std::fs::metadata(path).ok()?;
-        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
-        Some(Identity(m.dev(), m.ino(), m.size(), ns(m.mtime(), m.mtime_nsec()), ns(m.ctime(), m.ctime_nsec())))
+        Some(Identity::of_meta(&std::fs::metadata(path).ok()?))
     }
+
+    fn of_meta(m: &std::fs::Metadata) -> Identity {
+        use std::os::unix::fs::MetadataExt as _;
+        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+        Identity(m.dev(), m.ino(), m.size(), ns(m.mtime(), m.mtime_nsec()), ns(m.ctime(), m.ctime_nsec()))
+    }
+}
+
+/// What a cache file read gave, as a hit or a miss: a file that is not a regular file or
+/// is over its cap is a miss (said in the log), and the component is compiled again.
+fn usable<T>(read: Result<T, hostfile::HostFileError>) -> Option<T> {
+    match read {
+        Ok(v) => Some(v),
+        Err(e) if e.is_not_found() => None,
+        Err(e) => {
+            tracing::warn!(target: "cheng::cache", "ignoring a cache file: {e}");
+            None
+        }
+    }
+}
+
+/// A path that opens the very file `file` is (its descriptor under `/proc/self/fd`), for
+/// wasmtime's map of it; `path` itself where there is no `/proc`.
+fn reopen_path(file: &std::fs::File, path: &Path) -> PathBuf {
+    use std::os::fd::AsRawFd as _;
+    let fd = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+    if fd.exists() { fd } else { path.to_path_buf() }
 }
 
 /// The lower-case hex SHA-256 of `bytes`.
@@ -126,8 +151,12 @@ fn check_path(path: &Path) -> PathBuf {
 /// A valid cached component, or `None` (missing, corrupt, or made by another engine).
 fn read_cached(engine: &Engine, path: &Path) -> Option<Component> {
     let t = std::time::Instant::now();
-    let check: Check = serde_json::from_slice(&std::fs::read(check_path(path)).ok()?).ok()?;
-    let identity = Identity::of(path)?;
+    let check: Check =
+        serde_json::from_slice(&usable(hostfile::read(&check_path(path), hostfile::CACHE_META))?).ok()?;
+    // Opened without blocking and checked to be a regular file under the cap: a FIFO, a
+    // link to a device or an oversized file in the cache is a miss, never waited on.
+    let file = usable(hostfile::open(path, hostfile::CACHE_ENTRY))?;
+    let identity = Identity::of_meta(&file.metadata().ok()?);
     let loaded = if identity == check.identity {
         tracing::trace!(target: "cheng::cache", us = t.elapsed().as_secs_f64() * 1e6, "identity unchanged");
         // SAFETY: the file is byte-for-byte what this host wrote after compiling it with
@@ -135,9 +164,10 @@ fn read_cached(engine: &Engine, path: &Path) -> Option<Component> {
         // against its digest when it got the identity it still has; cache files are
         // replaced by rename, never changed in place, so the mapping stays as verified.
         // wasmtime also checks its own header and refuses incompatible engines' output.
-        unsafe { Component::deserialize_file(engine, path) }
+        // The file mapped is the one just opened and checked (through its descriptor).
+        unsafe { Component::deserialize_file(engine, reopen_path(&file, path)) }
     } else {
-        let bytes = std::fs::read(path).ok()?;
+        let bytes = usable(hostfile::read(path, hostfile::CACHE_ENTRY))?;
         if sha256_hex(&bytes) != check.sha256 {
             tracing::warn!(target: "cheng::cache", path = %path.display(), "ignoring a corrupt cache file");
             return None;
@@ -240,6 +270,64 @@ mod tests {
         let (_, how) = cache.load(engine, "t", &wasm, &sha, &|_| {}).unwrap();
         assert_eq!(how, Loaded::Compiled);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// `cache.load` on another thread, failing the test rather than hanging it.
+    fn load_within(cache: &ComponentCache, wasm: &[u8], sha: &str) -> Loaded {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (cache, wasm, sha) = (cache.clone(), wasm.to_vec(), sha.to_string());
+        std::thread::spawn(move || {
+            let engine = crate::runtime::engine::EngineHandle::new().unwrap();
+            let _ = tx.send(cache.load(engine.engine(), "t", &wasm, &sha, &|_| {}).unwrap().1);
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(30)).expect("the cache load hung")
+    }
+
+    #[test]
+    fn a_fifo_device_or_oversized_file_in_the_cache_is_a_miss() {
+        let engine = crate::runtime::engine::EngineHandle::new().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ComponentCache::new(Some(dir.path().to_path_buf()));
+        let wasm = wat_component();
+        let sha = sha256_hex(&wasm);
+        let path = dir.path().join(format!("{}.cwasm", ComponentCache::key(engine.engine(), &sha)));
+        // Positive control: compiled once, then a hit.
+        assert_eq!(load_within(&cache, &wasm, &sha), Loaded::Compiled);
+        assert_eq!(load_within(&cache, &wasm, &sha), Loaded::Cached);
+        let good = std::fs::read(&path).unwrap();
+        let mkfifo = |p: &Path| {
+            let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: a valid NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        };
+        // A FIFO in place of the entry, with a check forged to vouch for it (the fast
+        // path would map it), then without (the slow path would read it).
+        for forged in [true, false] {
+            std::fs::remove_file(&path).unwrap();
+            mkfifo(&path);
+            if forged {
+                write_check(&path, &sha256_hex(&good)).unwrap();
+            }
+            assert_eq!(load_within(&cache, &wasm, &sha), Loaded::Compiled, "forged check: {forged}");
+            assert_eq!(std::fs::read(&path).unwrap(), good, "the entry is written again");
+        }
+        // A link to an endless device, with a forged check.
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        write_check(&path, &sha256_hex(&good)).unwrap();
+        assert_eq!(load_within(&cache, &wasm, &sha), Loaded::Compiled);
+        assert!(std::fs::symlink_metadata(&path).unwrap().file_type().is_file());
+        // The check beside it a FIFO.
+        std::fs::remove_file(check_path(&path)).unwrap();
+        mkfifo(&check_path(&path));
+        assert_eq!(load_within(&cache, &wasm, &sha), Loaded::Compiled);
+        assert_eq!(load_within(&cache, &wasm, &sha), Loaded::Cached);
+        // An entry over the cap (sparse: no data written).
+        std::fs::remove_file(&path).unwrap();
+        std::fs::File::create(&path).unwrap().set_len(hostfile::CACHE_ENTRY.bytes + 1).unwrap();
+        write_check(&path, &sha256_hex(&good)).unwrap();
+        assert_eq!(load_within(&cache, &wasm, &sha), Loaded::Compiled);
+        assert_eq!(std::fs::read(&path).unwrap(), good);
     }
 
     /// The smallest component: no imports, no exports.

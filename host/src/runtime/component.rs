@@ -117,7 +117,9 @@ impl LoadedComponent {
         let describe_file = cache.dir().map(|d| d.join(format!("{sha256}.describe.json")));
         let cached: Option<Vec<ToolSpec>> = describe_file
             .as_ref()
-            .and_then(|f| std::fs::read(f).ok())
+            // A recorded list that is missing, not a regular file, over its cap or damaged
+            // is a miss: the component describes itself again.
+            .and_then(|f| crate::policy::hostfile::read(f, crate::policy::hostfile::CACHE_META).ok())
             .and_then(|b| serde_json::from_slice(&b).ok())
             .or(known);
         let me = LoadedComponent {

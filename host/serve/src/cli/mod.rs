@@ -116,7 +116,9 @@ pub fn load_config(cli: &Cli) -> Result<Config> {
         return Ok(Config::load(&PathBuf::from(path)).map_err(usage)?);
     }
     match config_places(cli).last() {
-        Some(path) if path.is_file() => Ok(Config::load(path).map_err(usage)?),
+        // Whatever is there is loaded (and a FIFO, device or oversized file refused by
+        // name), not passed over as if missing.
+        Some(path) if std::fs::metadata(path).is_ok() => Ok(Config::load(path).map_err(usage)?),
         _ => Ok(Config::default()),
     }
 }

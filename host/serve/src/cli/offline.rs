@@ -87,17 +87,20 @@ fn status_of(s: StatusArg) -> Status {
 
 /// `cheng plugin inspect FILE`: exit 1 when the component imports what it may not.
 async fn inspect(file: &Path) -> Result<u8> {
-    let wasm = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    use cheng_host::policy::hostfile;
+    let wasm = hostfile::read(file, hostfile::PLUGIN_WASM)?;
     let report = cheng_host::inspect(&wasm, &file.display().to_string()).await?;
     // The detached signature beside it, when there is one: who signed and what they
     // wrote (not verified here: which keys to trust is the entry's `signed_by`).
     let sig_path = cheng_host::plugin_signature_path(file);
-    let signature = match std::fs::read_to_string(&sig_path) {
+    let signature = match hostfile::read_to_string(&sig_path, hostfile::SIGNATURE) {
         Ok(text) => match cheng_host::signature::describe(&text, &sig_path.display().to_string()) {
             Ok(info) => serde_json::to_value(info)?,
             Err(e) => json!({"error": e.to_string()}),
         },
-        Err(_) => serde_json::Value::Null,
+        Err(e) if e.is_not_found() => serde_json::Value::Null,
+        // A FIFO, device or oversized file beside it: said, not waited on or read whole.
+        Err(e) => json!({"error": e.to_string()}),
     };
     let mut shown = serde_json::to_value(&report)?;
     shown["signature"] = signature;

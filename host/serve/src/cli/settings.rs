@@ -24,16 +24,17 @@ impl Settings {
     /// Read the saved settings, creating them from the environment at first boot.
     pub fn load_or_init(dir: &Path) -> Result<Self> {
         let path = dir.join("settings.json");
-        match std::fs::read(&path) {
+        match cheng_host::policy::hostfile::read(&path, cheng_host::policy::hostfile::SETTINGS) {
             Ok(bytes) => {
                 serde_json::from_slice(&bytes).with_context(|| format!("invalid settings file {}", path.display()))
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(e) if e.is_not_found() => {
                 let s = Self::from_env();
                 s.save(dir)?;
                 Ok(s)
             }
-            Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+            // The error names the file, what is wrong with it and the limit.
+            Err(e) => Err(e.into()),
         }
     }
 

@@ -116,6 +116,9 @@ pub enum PinsError {
         #[source]
         source: std::io::Error,
     },
+    /// The file is not a regular file, or is over its cap (the message names it and the limit).
+    #[error(transparent)]
+    File(crate::policy::hostfile::HostFileError),
     /// The file is not the pins JSON the host writes.
     #[error("{} is unreadable: {source}", path.display())]
     Unreadable {
@@ -129,12 +132,14 @@ pub enum PinsError {
 
 /// Read a server's pins (`None` when it has none yet).
 pub fn load(path: &Path) -> Result<Option<Pins>, PinsError> {
-    match std::fs::read(path) {
+    use crate::policy::hostfile::{self, HostFileError};
+    match hostfile::read(path, hostfile::MCP_PINS) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
             .map_err(|source| PinsError::Unreadable { path: path.to_path_buf(), source }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(PinsError::Io { what: "read", path: path.to_path_buf(), source }),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(HostFileError::Io { path, source }) => Err(PinsError::Io { what: "read", path, source }),
+        Err(e) => Err(PinsError::File(e)),
     }
 }
 
