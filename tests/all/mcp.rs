@@ -208,16 +208,15 @@ async fn the_filesystem_server_given_root_reads_the_workspace_but_landlock_refus
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_python_server_from_pypi_answers_under_fs_read() {
-    let python = util::python_with("mcp_server_time");
-    if !util::require("mcp-server-time from PyPI", python.is_some()) {
+    let Some(python) = util::python_with("mcp_server_time", "mcp-server-time from PyPI; .ci/run installs it") else {
         return;
-    }
+    };
     let state = tempfile::tempdir().unwrap();
     let ws = util::workspace();
     let config = format!(
         "[[mcp_servers]]\nid = \"time\"\ncommand = {}\nargs = [\"-m\", \"mcp_server_time\"]\nfs = \"read\"\n\
          approve = [\"convert_time\"]\n[roles.agent]\ntools = [\"time__get_current_time\", \"time__convert_time\"]\n",
-        toml_str(python.as_ref().unwrap())
+        toml_str(&python)
     );
     let host = util::host_in(&config, state.path()).await;
     assert!(host.load_errors().is_empty(), "{:?}", host.load_errors());
@@ -248,7 +247,7 @@ struct Hostile {
 }
 
 async fn hostile() -> Option<Hostile> {
-    let python = util::python_with("json")?;
+    let python = util::python_with("json", "the hostile MCP server runs on it")?;
     let script = util::repo().join("tests/fixtures/mcp/hostile.py");
     let state = tempfile::tempdir().unwrap();
     let config = format!(
@@ -278,7 +277,7 @@ impl Hostile {
 /// the operator: `cheng tools` never lets a server's text clear or recolour the terminal.
 #[test]
 fn a_servers_description_is_capped_and_shown_escaped() {
-    let Some(python) = util::python_with("json") else { return };
+    let Some(python) = util::python_with("json", "the hostile MCP server runs on it") else { return };
     let script = util::repo().join("tests/fixtures/mcp/hostile.py");
     let state = tempfile::tempdir().unwrap();
     let ws = util::workspace();
@@ -451,7 +450,7 @@ async fn a_hostile_server_cannot_reach_a_loopback_port() {
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
     // The control: the same script, outside Cheng, connects.
-    let out = std::process::Command::new(util::python_with("json").unwrap())
+    let out = std::process::Command::new(util::python_with("json", "the hostile MCP server runs on it").unwrap())
         .arg(util::repo().join("tests/fixtures/mcp/hostile.py"))
         .args(["--connect", &port.to_string()])
         .output()

@@ -34,13 +34,13 @@ struct Collector {
 
 impl Collector {
     fn start(mode: &str) -> Option<Collector> {
-        let python = util::python_with("opentelemetry.proto.collector.trace.v1.trace_service_pb2");
-        if !util::require("python3 with opentelemetry-proto (PyPI)", python.is_some()) {
-            return None;
-        }
+        let python = util::python_with(
+            "opentelemetry.proto.collector.trace.v1.trace_service_pb2",
+            "opentelemetry-proto from PyPI; .ci/run installs it",
+        )?;
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("seen.jsonl");
-        let mut child = std::process::Command::new(python.unwrap())
+        let mut child = std::process::Command::new(python)
             .arg(util::repo().join("tests/fixtures/otlp/collector.py"))
             .arg(&out)
             .args(["--mode", mode])
