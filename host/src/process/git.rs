@@ -38,11 +38,13 @@ const FIXED: &[(&str, &str)] = &[
     ("core.gitProxy", ""),
     ("core.alternateRefsCommand", ""),
     ("credential.helper", ""),
-    ("diff.external", ""),
     ("commit.gpgSign", "false"),
     ("tag.gpgSign", "false"),
     ("push.gpgSign", "false"),
     ("gpg.program", "false"),
+    ("gpg.openpgp.program", "false"),
+    ("gpg.ssh.program", "false"),
+    ("gpg.x509.program", "false"),
     ("protocol.ext.allow", "never"),
     ("safe.bareRepository", "explicit"),
     ("uploadpack.packObjectsHook", ""),
@@ -61,6 +63,12 @@ pub fn neutralising_env(guard: &Guard, cwd: &Path, extra: &[(&str, &str)]) -> Re
     let mut pairs: Vec<(String, String)> =
         FIXED.iter().chain(extra).map(|(k, v)| (k.to_string(), v.to_string())).collect();
     for (section, name) in drivers(guard, &config_files(guard, cwd)?)? {
+        if section == "diff.external" {
+            // The repository names an external diff program: it is replaced by one that
+            // fails, so git stops with "external diff died" instead of running it.
+            pairs.push(("diff.external".into(), "false".into()));
+            continue;
+        }
         if let Some((_, keys)) = DRIVER_KEYS.iter().find(|(s, _)| *s == section) {
             for key in *keys {
                 pairs.push((format!("{section}.{name}.{key}"), String::new()));
@@ -141,6 +149,11 @@ fn drivers(guard: &Guard, files: &[PathBuf]) -> Result<BTreeSet<(String, String)
                 && DRIVER_KEYS.iter().any(|(s, _)| *s == e.section)
             {
                 found.insert((e.section.clone(), name.clone()));
+            }
+            // `diff.external` cannot be emptied (git would try to run a program named
+            // ""), so it is overridden only where the repository sets it.
+            if e.section == "diff" && e.sub.is_none() && e.key == "external" {
+                found.insert(("diff.external".into(), String::new()));
             }
             // `[include] path` and `[includeIf "<condition>"] path`.
             if (e.section == "include" || (e.section == "includeif" && e.sub.is_some())) && e.key == "path" {
@@ -262,6 +275,53 @@ mod tests {
         for key in ["filter.lfs.clean", "filter.lfs.process", "diff.pic.textconv", "merge.ours.driver"] {
             assert!(text.iter().any(|t| t.ends_with(&format!("={key}"))), "{key}: {text:?}");
         }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Real git with the neutralising environment: a plain repository's `git diff`
+    /// prints its patch (an emptied `diff.external` made git try to run a program named
+    /// ""), and one whose configuration names an external diff program does not run it.
+    #[test]
+    fn git_diff_prints_a_patch_and_never_runs_the_repositorys_external_diff() {
+        if std::process::Command::new("git").arg("--version").output().is_err() {
+            panic!("git is needed by this test");
+        }
+        let dir = std::env::temp_dir().join(format!("cheng-gitdiff-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let git = |args: &[&str], env: &[(String, String)]| {
+            std::process::Command::new("git")
+                .args(args)
+                .current_dir(&dir)
+                .env_remove("GIT_EXTERNAL_DIFF")
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("HOME", &dir)
+                .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                .output()
+                .unwrap()
+        };
+        git(&["init", "-q"], &[]);
+        std::fs::write(dir.join("f.txt"), "one\n").unwrap();
+        git(&["add", "f.txt"], &[]);
+        git(&["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"], &[]);
+        std::fs::write(dir.join("f.txt"), "two\n").unwrap();
+        let guard = Guard::new(&dir).unwrap();
+
+        let env = neutralising_env(&guard, guard.root(), &[]).unwrap();
+        let out = git(&["diff"], &env);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("+two"));
+
+        let config = std::fs::read_to_string(dir.join(".git/config")).unwrap();
+        std::fs::write(dir.join(".git/config"), format!("{config}[diff]\n\texternal = touch pwned\n")).unwrap();
+        // The control: without the host's settings git runs the repository's program.
+        git(&["diff"], &[]);
+        assert!(dir.join("pwned").exists(), "control: git runs diff.external");
+        std::fs::remove_file(dir.join("pwned")).unwrap();
+        let env = neutralising_env(&guard, guard.root(), &[]).unwrap();
+        let out = git(&["diff"], &env);
+        assert!(!out.status.success());
+        assert!(!dir.join("pwned").exists(), "the repository's external diff ran");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
