@@ -370,6 +370,8 @@ impl Spawner {
         {
             return None;
         }
+        // The words first (no I/O); then what the program is and where it lies.
+        let entry = self.known_safe.admits(&words[0], &words[1..])?;
         let id = ProgramId::of(program, &words[0])?;
         if id.name() != words[0] {
             return None;
@@ -382,7 +384,6 @@ impl Spawner {
         if places.iter().any(|w| id.path.starts_with(w)) {
             return None;
         }
-        let entry = self.known_safe.admits(&words[0], &words[1..])?;
         let execute = if words[0] == "git" {
             let git = git_write::git_binary(self, root).ok()?;
             (std::fs::canonicalize(&git.program).ok()? == id.path).then(|| git.execute.clone())?

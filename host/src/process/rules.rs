@@ -177,7 +177,7 @@ mod tests {
         }
     }
 
-    fn decide(rules: &Rules, words: &[&str]) -> RuleDecision {
+    fn decided(rules: &Rules, words: &[&str]) -> Decided {
         let sp = SearchPath::from_env();
         let root = std::path::Path::new("/nonexistent-workspace");
         let resolve = |w: &str| -> Option<ProgramId> {
@@ -186,7 +186,11 @@ mod tests {
         };
         let words: Vec<String> = words.iter().map(|s| s.to_string()).collect();
         let c = chain(&words, &|w| resolve(w).map(|i| i.name().to_string()));
-        rules.decide(&c, &resolve).decision
+        rules.decide(&c, &resolve)
+    }
+
+    fn decide(rules: &Rules, words: &[&str]) -> RuleDecision {
+        decided(rules, words).decision
     }
 
     fn compiled(rules: &[CommandRule]) -> Rules {
@@ -212,17 +216,7 @@ mod tests {
     #[test]
     fn a_prompt_rule_is_told_from_no_rule() {
         let r = compiled(&[rule("ls", &["-R"], RuleDecision::Prompt)]);
-        let ruled = |words: &[&str]| {
-            let sp = SearchPath::from_env();
-            let root = std::path::Path::new("/nonexistent-workspace");
-            let resolve = |w: &str| -> Option<ProgramId> {
-                let p = if w.contains('/') { w.into() } else { sp.lookup(w, root)? };
-                ProgramId::of(&p, w)
-            };
-            let words: Vec<String> = words.iter().map(|s| s.to_string()).collect();
-            let c = chain(&words, &|w| resolve(w).map(|i| i.name().to_string()));
-            r.decide(&c, &resolve)
-        };
+        let ruled = |words: &[&str]| decided(&r, words);
         // Both ask; only one is the operator's word.
         let (with, without) = (ruled(&["ls", "-R"]), ruled(&["ls", "-l"]));
         assert_eq!((with.decision, with.ruled), (RuleDecision::Prompt, true));
