@@ -10,9 +10,12 @@ use crate::wit::cheng::tool::{approval, git, log as wlog, process, run_state};
 
 /// What a directory entry is, and one entry from [`read_dir`] (the contract's types).
 pub use cheng_contract::entries::{DirEntry, EntryKind};
-/// A command for the host to run ([`run_process`]), what happened to it, and how it
-/// ended (the contract's types).
-pub use cheng_contract::process::{CommandOutcome as Outcome, CommandRequest as Command, Termination};
+/// A command for the host to run ([`run_process`]), what happened to it, how it ended,
+/// and what that says ([`Outcome::verdict`]) — the contract's types, so every tool that
+/// runs a command words its outcome the same way.
+pub use cheng_contract::process::{
+    CommandOutcome as Outcome, CommandRequest as Command, MAX_TIMEOUT_MS, Termination, Verdict, signal_name,
+};
 
 /// The typed git operations [`git_write`] takes, as the `cheng:tool/git` interface
 /// defines them.

@@ -186,7 +186,8 @@ async fn signalled_and_spawn_failed() {
     let r = shell(&h, ws.path(), json!({"command": "sh", "args": ["-c", "kill -SEGV $$"]})).await;
     assert_eq!(r.output["termination"], "signalled", "{}", r.output);
     assert_eq!(r.output["exit_code"], Value::Null);
-    assert!(r.output["summary"].as_str().unwrap().contains("SIGSEGV"), "{}", r.output);
+    assert!(r.output["summary"].as_str().unwrap().ends_with("was killed by SIGSEGV"), "{}", r.output);
+    assert_eq!(r.output["error"], r.output["summary"]);
 
     let r = shell(&h, ws.path(), json!({"command": "no-such-program-cheng"})).await;
     assert_eq!(r.output["termination"], "spawn_failed", "{}", r.output);
@@ -199,6 +200,9 @@ async fn signalled_and_spawn_failed() {
     let r = shell(&h, ws.path(), json!({"command": "./script.sh"})).await;
     assert_eq!(r.output["termination"], "spawn_failed", "{}", r.output);
     assert!(r.output["error"].as_str().unwrap().contains("could not be started"), "{}", r.output);
+    // The host's reason already says so: the summary says it once.
+    let summary = r.output["summary"].as_str().unwrap();
+    assert_eq!(summary.matches("could not be started").count(), 1, "{summary}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -221,6 +225,7 @@ async fn cancel_during_run_reports_cancelled_and_leaves_nothing() {
     assert_eq!(r.output["termination"], "cancelled", "{}", r.output);
     assert_eq!(r.output["stdout"], "started\n");
     assert_eq!(r.output["error_kind"], "LOCAL_EXECUTOR_CANCELLED");
+    assert!(r.output["summary"].as_str().unwrap().starts_with("Command was cancelled after "), "{}", r.output);
     assert!(settle("1003.5", 3).is_empty(), "survivors: {:?}", alive("1003.5"));
 }
 

@@ -52,26 +52,6 @@ pub struct ShellOutput {
     error: Option<String>,
 }
 
-fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        3 => "SIGQUIT",
-        4 => "SIGILL",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        8 => "SIGFPE",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        13 => "SIGPIPE",
-        14 => "SIGALRM",
-        15 => "SIGTERM",
-        24 => "SIGXCPU",
-        25 => "SIGXFSZ",
-        _ => "a signal",
-    }
-}
-
 pub struct WorkspaceShell;
 impl Tool for WorkspaceShell {
     const NAME: &'static str = "workspace_shell";
@@ -91,78 +71,85 @@ impl Tool for WorkspaceShell {
             timeout_ms: input.timeout_ms,
             purpose: input.purpose,
         };
-        let out = host::run_process(&cmd)?;
-        let display = &out.command_display;
-        let silent = out.stdout.is_empty() && out.stderr.is_empty();
-        let (summary, error_kind, terminal, error) = match out.termination {
-            Termination::Exited => {
-                let code = out.exit_code.unwrap_or(-1);
-                let mut s = if code == 0 {
-                    format!("`{display}` exited with code 0")
-                } else {
-                    format!("`{display}` failed with exit code {code}")
-                };
-                if silent {
-                    s.push_str(" and printed nothing");
-                } else if code != 0 && !out.stderr.is_empty() {
-                    s.push_str("; stderr says why");
-                }
-                (s, None, false, None)
-            }
-            Termination::TimedOut => (
-                format!("Command timed out after {} ms and was killed", out.timeout_ms),
-                Some(ErrorKind::Timeout),
-                false,
-                Some(format!(
-                    "`{display}` was still running after {} ms; it and everything it started were stopped. \
-                     Give a larger timeout_ms (at most 600000) or split the work",
-                    out.timeout_ms
-                )),
-            ),
-            Termination::Cancelled => (
-                format!("Command was cancelled after {} ms and was killed", out.duration_ms),
-                Some(ErrorKind::Cancelled),
-                false,
-                Some("the call was cancelled; the command and everything it started were stopped".to_string()),
-            ),
-            Termination::Signalled => {
-                let what = match out.signal {
-                    Some(sig) => format!("signal {sig} ({})", signal_name(sig)),
-                    None => "a signal".to_string(),
-                };
-                (
-                    format!("`{display}` was ended by {what}"),
-                    None,
-                    false,
-                    Some(format!("the process was ended by {what}")),
-                )
-            }
-            Termination::SpawnFailed => {
-                let why = out.error.clone().unwrap_or_else(|| "it could not be started".to_string());
-                (format!("`{display}` could not be started: {why}"), Some(ErrorKind::SpawnFailed), true, Some(why))
-            }
-        };
-        let mut summary = summary;
-        if out.stdout_truncated || out.stderr_truncated {
-            summary.push_str(" (output cut: head and tail kept)");
+        Ok(shape(host::run_process(&cmd)?))
+    }
+}
+
+/// The tool's answer: the contract's verdict, with what only this tool says (a command
+/// that printed nothing, stderr to read, output cut).
+fn shape(out: host::Outcome) -> ShellOutput {
+    let verdict = out.verdict();
+    let mut summary = verdict.summary;
+    if out.termination == Termination::Exited {
+        if out.stdout.is_empty() && out.stderr.is_empty() {
+            summary.push_str(" and printed nothing");
+        } else if !verdict.success && !out.stderr.is_empty() {
+            summary.push_str("; stderr says why");
         }
-        Ok(ShellOutput {
-            success: out.termination == Termination::Exited && out.exit_code == Some(0),
-            summary,
-            command_display: out.command_display.clone(),
-            cwd: out.cwd,
-            exit_code: out.exit_code,
-            termination: out.termination.as_str().to_string(),
-            duration_ms: out.duration_ms,
-            stdout: out.stdout,
-            stdout_truncated: out.stdout_truncated,
-            stderr: out.stderr,
-            stderr_truncated: out.stderr_truncated,
-            error_kind: error_kind.map(|k| k.code().to_string()),
-            terminal,
-            error,
-        })
+    }
+    if out.stdout_truncated || out.stderr_truncated {
+        summary.push_str(" (output cut: head and tail kept)");
+    }
+    ShellOutput {
+        success: verdict.success,
+        summary,
+        command_display: out.command_display,
+        cwd: out.cwd,
+        exit_code: out.exit_code,
+        termination: out.termination.as_str().to_string(),
+        duration_ms: out.duration_ms,
+        stdout: out.stdout,
+        stdout_truncated: out.stdout_truncated,
+        stderr: out.stderr,
+        stderr_truncated: out.stderr_truncated,
+        error_kind: verdict.error_kind.map(|k| k.code().to_string()),
+        terminal: verdict.terminal,
+        error: verdict.error,
     }
 }
 
 cheng_sdk::export_tools!(WorkspaceShell);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(termination: Termination) -> host::Outcome {
+        host::Outcome { timeout_ms: 300, duration_ms: 40, ..host::Outcome::new("sh -c 'exit 3'", termination) }
+    }
+
+    #[test]
+    fn exits_add_what_only_the_shell_says() {
+        let silent = shape(host::Outcome { exit_code: Some(0), ..outcome(Termination::Exited) });
+        assert!(silent.success);
+        assert_eq!(silent.summary, "`sh -c 'exit 3'` exited with code 0 and printed nothing");
+        let failed =
+            shape(host::Outcome { exit_code: Some(3), stderr: "boom\n".into(), ..outcome(Termination::Exited) });
+        assert!(!failed.success);
+        assert_eq!(failed.summary, "`sh -c 'exit 3'` failed with exit code 3; stderr says why");
+        assert_eq!((failed.error_kind, failed.error), (None, None));
+        let cut = shape(host::Outcome {
+            exit_code: Some(0),
+            stdout: "x".into(),
+            stdout_truncated: true,
+            ..outcome(Termination::Exited)
+        });
+        assert_eq!(cut.summary, "`sh -c 'exit 3'` exited with code 0 (output cut: head and tail kept)");
+    }
+
+    #[test]
+    fn the_other_endings_are_the_contracts_words() {
+        let t = shape(outcome(Termination::TimedOut));
+        assert_eq!(t.summary, "Command timed out after 300 ms and was killed");
+        assert_eq!(t.error_kind.as_deref(), Some("LOCAL_EXECUTOR_TIMEOUT"));
+        assert_eq!(t.termination, "timed_out");
+        let s = shape(host::Outcome { signal: Some(11), ..outcome(Termination::Signalled) });
+        assert_eq!(s.summary, "`sh -c 'exit 3'` was killed by SIGSEGV");
+        let f = shape(host::Outcome {
+            error: Some("\"x\" is not an executable file".into()),
+            ..outcome(Termination::SpawnFailed)
+        });
+        assert_eq!((f.error_kind.as_deref(), f.terminal), (Some("LOCAL_EXECUTOR_SPAWN_FAILED"), true));
+        assert_eq!(f.error.as_deref(), Some("\"x\" is not an executable file"));
+    }
+}
