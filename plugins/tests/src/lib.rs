@@ -13,8 +13,8 @@ use cheng_test_report::{parse, runner_hint};
 
 /// Default budget of a test run.
 pub const DEFAULT_TIMEOUT_MS: u64 = 300_000;
-/// Longest budget; longer requests are clamped.
-pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Longest budget; longer requests are clamped (the contract's, as for every command).
+pub use cheng_sdk::host::MAX_TIMEOUT_MS;
 /// Largest manifest read.
 const MAX_MANIFEST: u64 = 1 << 20;
 
@@ -197,55 +197,11 @@ fn run(input: &TestsInput) -> Result<TestsOutput, Failure> {
         (None, Some(f)) => format!("{f} failed"),
         _ => format!("counts unknown ({})", report.note.clone().unwrap_or_default()),
     };
-    let secs = out.duration_ms as f64 / 1000.0;
-    let (summary, error_kind, terminal, error) = match out.termination {
-        Termination::Exited => {
-            let code = out.exit_code.unwrap_or(-1);
-            let verdict = if code == 0 { "passed" } else { "failed" };
-            (
-                format!(
-                    "Tests {verdict}: {counts}; `{}` exited with code {code} after {secs:.1} s",
-                    out.command_display
-                ),
-                None,
-                false,
-                None,
-            )
-        }
-        Termination::TimedOut => (
-            format!("Command timed out after {} ms and was killed; {counts}", out.timeout_ms),
-            Some(ErrorKind::Timeout),
-            false,
-            Some(format!(
-                "the test run was still going after {} ms; give a larger timeout_ms (at most {MAX_TIMEOUT_MS}) or run fewer tests",
-                out.timeout_ms
-            )),
-        ),
-        Termination::Cancelled => (
-            format!("The test run was cancelled after {secs:.1} s; {counts}"),
-            Some(ErrorKind::Cancelled),
-            false,
-            Some("the call was cancelled; the run and everything it started were stopped".into()),
-        ),
-        Termination::Signalled => (
-            format!("`{}` was ended by signal {}; {counts}", out.command_display, out.signal.unwrap_or(0)),
-            None,
-            false,
-            Some(format!("the test process was ended by signal {}", out.signal.unwrap_or(0))),
-        ),
-        Termination::SpawnFailed => {
-            let why = out.error.clone().unwrap_or_else(|| "it could not be started".into());
-            (
-                format!("`{}` could not be started: {why}", out.command_display),
-                Some(ErrorKind::SpawnFailed),
-                true,
-                Some(why),
-            )
-        }
-    };
+    let verdict = out.verdict();
+    let summary = run_summary(&out, &verdict.summary, &counts);
     Ok(TestsOutput {
         operation: "run".into(),
-        success: out.termination == Termination::Exited && out.exit_code == Some(0),
+        success: verdict.success,
         summary,
         command_display: Some(out.command_display.clone()),
         passed: report.passed,
@@ -265,9 +221,64 @@ fn run(input: &TestsInput) -> Result<TestsOutput, Failure> {
         stdout_truncated: Some(out.stdout_truncated),
         stderr: Some(out.stderr),
         stderr_truncated: Some(out.stderr_truncated),
-        error_kind: error_kind.map(|k| k.code().to_string()),
-        terminal,
-        error,
+        error_kind: verdict.error_kind.map(|k| k.code().to_string()),
+        terminal: verdict.terminal,
+        error: verdict.error,
         ..Default::default()
     })
+}
+
+/// A run's summary: the contract's sentence for how the command ended, with the verdict
+/// of the tests and their counts.
+fn run_summary(out: &host::Outcome, ended: &str, counts: &str) -> String {
+    match out.termination {
+        Termination::Exited => {
+            let verdict = if out.exit_code == Some(0) { "passed" } else { "failed" };
+            format!("Tests {verdict}: {counts}; {ended} after {:.1} s", out.duration_ms as f64 / 1000.0)
+        }
+        Termination::SpawnFailed => ended.to_string(),
+        Termination::TimedOut | Termination::Cancelled | Termination::Signalled => format!("{ended}; {counts}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(out: host::Outcome) -> String {
+        run_summary(&out, &out.verdict().summary, "3 passed, 1 failed")
+    }
+
+    fn outcome(termination: Termination) -> host::Outcome {
+        host::Outcome { duration_ms: 2340, timeout_ms: 300_000, ..host::Outcome::new("cargo test", termination) }
+    }
+
+    #[test]
+    fn the_summary_is_the_contracts_sentence_with_the_counts() {
+        assert_eq!(
+            summary(host::Outcome { exit_code: Some(0), ..outcome(Termination::Exited) }),
+            "Tests passed: 3 passed, 1 failed; `cargo test` exited with code 0 after 2.3 s"
+        );
+        assert_eq!(
+            summary(host::Outcome { exit_code: Some(101), ..outcome(Termination::Exited) }),
+            "Tests failed: 3 passed, 1 failed; `cargo test` failed with exit code 101 after 2.3 s"
+        );
+        assert_eq!(
+            summary(outcome(Termination::TimedOut)),
+            "Command timed out after 300000 ms and was killed; 3 passed, 1 failed"
+        );
+        assert_eq!(
+            summary(outcome(Termination::Cancelled)),
+            "Command was cancelled after 2340 ms and was killed; 3 passed, 1 failed"
+        );
+        assert_eq!(
+            summary(host::Outcome { signal: Some(6), ..outcome(Termination::Signalled) }),
+            "`cargo test` was killed by SIGABRT; 3 passed, 1 failed"
+        );
+        assert_eq!(summary(outcome(Termination::Signalled)), "`cargo test` was killed by a signal; 3 passed, 1 failed");
+        assert_eq!(
+            summary(host::Outcome { error: Some("no cargo".into()), ..outcome(Termination::SpawnFailed) }),
+            "`cargo test` could not be started: no cargo"
+        );
+    }
 }
