@@ -204,74 +204,149 @@ impl Tool for WorkspaceGitWrite {
         let operation = operation(&mut input)?;
         let op_name = input.operation;
         let req = host::GitRequest { cwd: input.cwd, operation, timeout_ms: input.timeout_ms, purpose: input.purpose };
-        let out = host::git_write(&req)?;
-        let termination = Termination::from(out.termination);
-        let display = &out.command_display;
-        let (summary, error_kind, terminal, error) = match termination {
-            Termination::Exited if out.exit_code == Some(0) => {
-                let mut s = format!("`{display}` succeeded");
-                let on = out.branch.as_deref().map(|b| format!("branch {b}")).unwrap_or("detached HEAD".into());
-                match &out.head {
-                    Some(h) => s.push_str(&format!("; {on} is at {}", &h[..h.len().min(12)])),
-                    None => s.push_str(&format!("; {on} has no commits yet")),
-                }
-                (s, None, false, None)
-            }
-            Termination::Exited => {
-                let code = out.exit_code.unwrap_or(-1);
-                let why = first_complaint(&out.stderr).or_else(|| first_complaint(&out.stdout));
-                let s = match why {
-                    Some(w) => format!("`{display}` failed with exit code {code}: {w}"),
-                    None => format!("`{display}` failed with exit code {code}"),
-                };
-                (s, None, false, why.map(str::to_string))
-            }
-            Termination::TimedOut => (
-                "git timed out and was stopped".to_string(),
-                Some(ErrorKind::Timeout),
-                false,
-                Some(format!(
-                    "`{display}` was still running after its budget and was stopped (git's locks make that safe); \
-                     give a larger timeout_ms"
-                )),
-            ),
-            Termination::Cancelled => (
-                "git was cancelled and stopped".to_string(),
-                Some(ErrorKind::Cancelled),
-                false,
-                Some("the call was cancelled; git was stopped".to_string()),
-            ),
-            Termination::Signalled => (
-                format!("`{display}` was ended by a signal"),
-                None,
-                false,
-                Some("git was ended by a signal".to_string()),
-            ),
-            Termination::SpawnFailed => {
-                let why = out.error.clone().unwrap_or_else(|| "git could not be started".to_string());
-                (format!("`{display}` could not be started: {why}"), Some(ErrorKind::SpawnFailed), true, Some(why))
-            }
-        };
-        Ok(GitWriteOutput {
-            operation: op_name,
-            success: termination == Termination::Exited && out.exit_code == Some(0),
-            summary,
-            repository: out.repository,
-            command_display: out.command_display.clone(),
-            exit_code: out.exit_code,
-            termination: termination.as_str().to_string(),
-            duration_ms: out.duration_ms,
-            current_branch: out.branch,
-            head: out.head,
-            stdout: out.stdout,
-            stdout_truncated: out.stdout_truncated,
-            stderr: out.stderr,
-            stderr_truncated: out.stderr_truncated,
-            error_kind: error_kind.map(|k| k.code().to_string()),
-            terminal,
+        let host::GitOutcome {
+            command_display,
+            repository,
+            exit_code,
+            termination,
+            duration_ms,
+            stdout,
+            stdout_truncated,
+            stderr,
+            stderr_truncated,
             error,
-        })
+            branch,
+            head,
+        } = host::git_write(&req)?;
+        let out = host::Outcome {
+            cwd: repository,
+            exit_code,
+            duration_ms,
+            timeout_ms: budget_ms(input.timeout_ms, duration_ms),
+            stdout,
+            stdout_truncated,
+            stderr,
+            stderr_truncated,
+            error,
+            ..host::Outcome::new(command_display, Termination::from(termination))
+        };
+        Ok(shape(op_name, out, branch, head))
+    }
+}
+
+/// The budget git ran with, for a timeout's words. Git's outcome carries neither the
+/// budget nor the signal (so a signal is unnamed): the budget is the one asked for,
+/// clamped as the host clamps it, or else (the operator's default applied) how long git ran.
+fn budget_ms(requested_ms: Option<u64>, duration_ms: u64) -> u64 {
+    requested_ms.map_or(duration_ms, |t| t.clamp(1, host::MAX_TIMEOUT_MS))
+}
+
+/// The tool's answer: the contract's verdict on git's outcome (its `cwd` the
+/// repository), with where the branch is after a success and git's own complaint after
+/// a failure.
+fn shape(operation: String, out: host::Outcome, branch: Option<String>, head: Option<String>) -> GitWriteOutput {
+    let verdict = out.verdict();
+    let mut summary = verdict.summary;
+    let mut error = verdict.error;
+    if verdict.success {
+        let on = branch.as_deref().map(|b| format!("branch {b}")).unwrap_or("detached HEAD".into());
+        match &head {
+            Some(h) => summary.push_str(&format!("; {on} is at {}", &h[..h.len().min(12)])),
+            None => summary.push_str(&format!("; {on} has no commits yet")),
+        }
+    } else if out.termination == Termination::Exited
+        && let Some(why) = first_complaint(&out.stderr).or_else(|| first_complaint(&out.stdout))
+    {
+        summary.push_str(&format!(": {why}"));
+        error = Some(why.to_string());
+    }
+    GitWriteOutput {
+        operation,
+        success: verdict.success,
+        summary,
+        repository: out.cwd,
+        command_display: out.command_display,
+        exit_code: out.exit_code,
+        termination: out.termination.as_str().to_string(),
+        duration_ms: out.duration_ms,
+        current_branch: branch,
+        head,
+        stdout: out.stdout,
+        stdout_truncated: out.stdout_truncated,
+        stderr: out.stderr,
+        stderr_truncated: out.stderr_truncated,
+        error_kind: verdict.error_kind.map(|k| k.code().to_string()),
+        terminal: verdict.terminal,
+        error,
     }
 }
 
 cheng_sdk::export_tools!(WorkspaceGitWrite);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(termination: Termination) -> host::Outcome {
+        host::Outcome {
+            cwd: ".".into(),
+            duration_ms: 61_500,
+            timeout_ms: 60_000,
+            ..host::Outcome::new("git commit -m x", termination)
+        }
+    }
+
+    fn shaped(out: host::Outcome) -> GitWriteOutput {
+        shape("commit".into(), out, Some("main".into()), Some("0123456789abcdef0123".into()))
+    }
+
+    #[test]
+    fn a_success_says_where_the_branch_is() {
+        let r = shaped(host::Outcome { exit_code: Some(0), ..outcome(Termination::Exited) });
+        assert!(r.success);
+        assert_eq!(r.summary, "`git commit -m x` exited with code 0; branch main is at 0123456789ab");
+        let r =
+            shape("commit".into(), host::Outcome { exit_code: Some(0), ..outcome(Termination::Exited) }, None, None);
+        assert_eq!(r.summary, "`git commit -m x` exited with code 0; detached HEAD has no commits yet");
+    }
+
+    #[test]
+    fn a_failure_gives_gits_complaint() {
+        let stderr = "hint: something\nerror: nothing added to commit\n".to_string();
+        let r = shaped(host::Outcome { exit_code: Some(1), stderr, ..outcome(Termination::Exited) });
+        assert!(!r.success);
+        assert_eq!(r.summary, "`git commit -m x` failed with exit code 1: error: nothing added to commit");
+        assert_eq!((r.error_kind, r.error.as_deref()), (None, Some("error: nothing added to commit")));
+        let r = shaped(host::Outcome { exit_code: Some(1), ..outcome(Termination::Exited) });
+        assert_eq!((r.summary.as_str(), r.error), ("`git commit -m x` failed with exit code 1", None));
+    }
+
+    #[test]
+    fn the_other_endings_are_the_contracts_words() {
+        let r = shaped(outcome(Termination::TimedOut));
+        assert_eq!(r.summary, "Command timed out after 60000 ms and was killed");
+        assert_eq!((r.error_kind.as_deref(), r.terminal), (Some("LOCAL_EXECUTOR_TIMEOUT"), false));
+        let r = shaped(outcome(Termination::Cancelled));
+        assert_eq!(r.summary, "Command was cancelled after 61500 ms and was killed");
+        assert_eq!(r.error_kind.as_deref(), Some("LOCAL_EXECUTOR_CANCELLED"));
+        let r = shaped(outcome(Termination::Signalled));
+        assert_eq!(r.summary, "`git commit -m x` was killed by a signal");
+        assert_eq!(r.error.as_deref(), Some("`git commit -m x` was killed by a signal"));
+        let why = "git was not found on the host's PATH";
+        let r = shaped(host::Outcome { error: Some(why.into()), ..outcome(Termination::SpawnFailed) });
+        assert_eq!(r.summary, format!("`git commit -m x` could not be started: {why}"));
+        assert_eq!(
+            (r.error_kind.as_deref(), r.terminal, r.error.as_deref()),
+            (Some("LOCAL_EXECUTOR_SPAWN_FAILED"), true, Some(why))
+        );
+        assert_eq!(r.repository, ".");
+    }
+
+    #[test]
+    fn the_budget_is_the_one_asked_for_or_how_long_git_ran() {
+        assert_eq!(budget_ms(Some(5_000), 5_210), 5_000);
+        assert_eq!(budget_ms(Some(9_000_000), 600_100), 600_000);
+        assert_eq!(budget_ms(Some(0), 3), 1);
+        assert_eq!(budget_ms(None, 61_500), 61_500);
+    }
+}
