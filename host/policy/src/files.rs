@@ -27,8 +27,10 @@
 //! dots and spaces dropped, an NTFS stream suffix cut off, characters HFS+ ignores
 //! removed) as well as the name as written; the stricter answer counts.
 //!
-//! The rules are compiled once into one [`globset::GlobSet`]; a path no rule matches is
-//! answered by one set lookup, without allocating.
+//! The rules are compiled once into one [`globset::GlobSet`]. A path of plain ASCII names
+//! is first read in one pass, without allocating, for `.git` and for the literal pieces
+//! every pattern needs (`.vscode`, `.pem`, `id_rsa`); a path holding none of them is
+//! allowed without asking the set, which is most paths of a source tree.
 //!
 //! # Example
 //!
@@ -141,7 +143,7 @@ impl BuiltIn {
 
     /// Whether this is the `.git` rule, which no operator's rule changes.
     pub fn is_git(&self) -> bool {
-        std::ptr::eq(self, &BUILT_IN[0])
+        self.pattern == BUILT_IN[0].pattern
     }
 }
 
@@ -162,7 +164,7 @@ const fn read_prompt(pattern: &'static str) -> BuiltIn {
 }
 
 /// The built-in rules, `.git` first. Listed by `cheng settings` and the README.
-const BUILT_IN: &[BuiltIn] = &[
+static BUILT_IN: &[BuiltIn] = &[
     BuiltIn { pattern: ".git", read: RuleDecision::Forbid, write: RuleDecision::Forbid, reason: GIT, except: &[] },
     // Files other programs run or load later: editors and agent clients read their
     // settings, tasks and MCP servers from these when they open the folder.
@@ -275,53 +277,51 @@ pub struct Verdict<'a> {
 impl Verdict<'_> {
     const ALLOW: Verdict<'static> = Verdict { decision: RuleDecision::Allow, rule: None };
 
-    /// How the operator changes this answer for `rel` (the path checked), as one
-    /// sentence.
+    /// How the operator changes this answer for `rel` (the path checked), as a
+    /// sentence of its own.
     pub fn how_to_change(&self, rel: &str, access: Access) -> String {
         let a = access.as_str();
         let this = quote(&anchored(rel));
         match self.rule {
             None => format!(
-                "no rule protects it; to protect it, add a [[files.rules]] entry with paths = [{this}] and {a} = \
-                 \"prompt\" (or \"forbid\") to cheng.toml"
+                "To protect it, add a [[files.rules]] entry with paths = [{this}] and {a} = \"prompt\" (or \"forbid\") \
+                 to cheng.toml."
             ),
-            Some(DecidingRule::BuiltIn(b)) if b.is_git() => {
-                "no rule changes this: .git stays closed to the file tools in every spelling; the repository \
-                 changes through workspace_git_write"
-                    .to_string()
-            }
+            Some(DecidingRule::BuiltIn(b)) if b.is_git() => "No rule changes this: .git stays closed to the file \
+                                                             tools in every spelling; the repository changes through \
+                                                             workspace_git_write."
+                .to_string(),
             Some(DecidingRule::BuiltIn(b)) => format!(
-                "add a [[files.rules]] entry with paths = [{this}] (this path) or [{}] (every path the built-in rule \
-                 covers) and {a} = \"allow\" to cheng.toml",
+                "To change it, add a [[files.rules]] entry with paths = [{this}] (this path) or [{}] (every path the \
+                 built-in rule covers) and {a} = \"allow\" to cheng.toml.",
                 quote(b.pattern)
             ),
             Some(DecidingRule::Operator { number, .. }) => format!(
-                "change {a} in [[files.rules]] number {number} of cheng.toml, or remove that rule (the strictest \
-                 matching rule decides)"
+                "To change it, change {a} in [[files.rules]] number {number} of cheng.toml, or remove that rule (the \
+                 strictest matching rule decides)."
             ),
-            Some(DecidingRule::HostFile { .. }) => {
-                "no rule loosens this: a person answers every write to the host's own configuration and state, and \
-                 a [[files.rules]] entry can only make it stricter"
-                    .to_string()
-            }
+            Some(DecidingRule::HostFile { .. }) => "No rule loosens this: a person answers every write to the host's \
+                                                    own configuration and state, and a [[files.rules]] entry can only \
+                                                    make it stricter."
+                .to_string(),
         }
     }
 
-    /// One sentence for a refusal or an approval card: what happens to `access` of
-    /// `rel`, which rule says so, and how to change it.
+    /// What happens to `access` of `rel`, which rule says so and how to change it: the
+    /// text of a refusal or an approval card.
     pub fn message(&self, rel: &str, access: Access) -> String {
         let path = quote(rel);
-        let what = match (access, self.decision) {
-            (_, RuleDecision::Allow) => "is allowed",
-            (_, RuleDecision::Prompt) => "asks a person first",
-            (_, RuleDecision::Forbid) => "is refused",
+        let what = match self.decision {
+            RuleDecision::Allow => "is allowed",
+            RuleDecision::Prompt => "asks a person first",
+            RuleDecision::Forbid => "is refused",
         };
         let verb = match access {
             Access::Read => "Reading",
             Access::Write => "Writing",
         };
         match self.rule {
-            Some(rule) => format!("{verb} {path} {what}: {rule}. To change it, {}.", self.how_to_change(rel, access)),
+            Some(rule) => format!("{verb} {path} {what}: {rule}. {}", self.how_to_change(rel, access)),
             None => format!("{verb} {path} {what}."),
         }
     }
@@ -332,6 +332,8 @@ impl Verdict<'_> {
 pub struct FileRules {
     /// Every glob of every rule; a glob's index leads to its pattern through `globs`.
     set: GlobSet,
+    /// Passes every path the set could match, and turns most others away cheaply.
+    prefilter: Prefilter,
     /// For each glob of `set`, the pattern it came from (an index into `patterns`).
     globs: Vec<usize>,
     /// Every pattern: the operator's rules' first, in order, then the built-in rules'.
@@ -539,7 +541,8 @@ impl FilesConfig {
             host.push((p.to_string(), fold(p).to_lowercase()));
         }
         let quiet = [allows_all[0] && !stricter[0], allows_all[1] && !stricter[1] && host.is_empty()];
-        Ok(FileRules { set, globs, patterns, host_files: host, quiet })
+        let prefilter = Prefilter::new(patterns.iter().map(|p| p.text.as_str()));
+        Ok(FileRules { set, prefilter, globs, patterns, host_files: host, quiet })
     }
 }
 
@@ -559,6 +562,14 @@ impl FileRules {
     /// What the rules say of `access` to `rel`, a workspace-relative path as the path
     /// guard normalizes it (forward slashes, no `.` or `..` parts).
     pub fn check(&self, rel: &str, access: Access) -> Verdict<'_> {
+        if let Some(plain) = self.scan(rel) {
+            let verdict = match plain {
+                Plain::Git => return Self::git(access),
+                Plain::Other { maybe: false } => Verdict::ALLOW,
+                Plain::Other { maybe: true } => self.consult_set(rel, access),
+            };
+            return self.host_floor(rel, access, verdict);
+        }
         let folded = fold(rel);
         let verdict = self.check_one(&folded, access);
         if folded == rel {
@@ -568,21 +579,73 @@ impl FileRules {
         if raw.decision > verdict.decision { raw } else { verdict }
     }
 
-    fn check_one(&self, path: &str, access: Access) -> Verdict<'_> {
-        if path.split('/').any(git_part) {
-            return Verdict { decision: BUILT_IN[0].decision(access), rule: Some(DecidingRule::BuiltIn(&BUILT_IN[0])) };
-        }
-        let mut verdict = if self.set.is_match(path) { self.decide(path, access) } else { Verdict::ALLOW };
-        if access == Access::Write && verdict.decision <= RuleDecision::Prompt && !self.host_files.is_empty() {
-            let lower = path.to_lowercase();
-            if let Some((given, _)) = self.host_files.iter().find(|(_, p)| {
-                lower.strip_prefix(p.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-            }) {
-                verdict =
-                    Verdict { decision: RuleDecision::Prompt, rule: Some(DecidingRule::HostFile { path: given }) };
+    fn git(access: Access) -> Verdict<'static> {
+        Verdict { decision: BUILT_IN[0].decision(access), rule: Some(DecidingRule::BuiltIn(&BUILT_IN[0])) }
+    }
+
+    /// One pass over a path of plain ASCII names: whether a part is `.git` (or `GIT~1`),
+    /// and whether the prefilter lets it through to the set. `None` for a path a
+    /// folding file system could read differently (a character beyond ASCII, a `:`, a
+    /// part ending in a dot or a space): [`fold`] and both readings for it.
+    fn scan(&self, path: &str) -> Option<Plain> {
+        let b = path.as_bytes();
+        let f = &self.prefilter;
+        let mut maybe = f.always;
+        let mut start = 0;
+        for i in 0..=b.len() {
+            let c = b.get(i).copied().unwrap_or(b'/');
+            if c == b'/' {
+                let part = &b[start..i];
+                if part.last().is_some_and(|l| matches!(l, b'.' | b' ')) {
+                    return None;
+                }
+                if part.eq_ignore_ascii_case(b".git") || part.eq_ignore_ascii_case(b"git~1") {
+                    return Some(Plain::Git);
+                }
+                start = i + 1;
+            } else if c >= 0x80 || c == b':' {
+                return None;
+            } else if !maybe && let Some(&next) = b.get(i + 1) {
+                maybe = f.starts_run(c, next) && f.run_at(&b[i..]);
             }
         }
-        verdict
+        Some(Plain::Other { maybe })
+    }
+
+    fn check_one(&self, path: &str, access: Access) -> Verdict<'_> {
+        if path.split('/').any(git_part) {
+            return Self::git(access);
+        }
+        let verdict = if self.prefilter.may_match(path) { self.consult_set(path, access) } else { Verdict::ALLOW };
+        self.host_floor(path, access, verdict)
+    }
+
+    fn consult_set(&self, path: &str, access: Access) -> Verdict<'_> {
+        if self.set.is_match(path) { self.decide(path, access) } else { Verdict::ALLOW }
+    }
+
+    /// A write to the host's own files asks at least.
+    fn host_floor<'a>(&'a self, path: &str, access: Access, verdict: Verdict<'a>) -> Verdict<'a> {
+        if access == Access::Read || verdict.decision > RuleDecision::Prompt {
+            return verdict;
+        }
+        let under = |p: &str| {
+            let head = match (path.is_ascii() && p.is_ascii(), path.get(..p.len())) {
+                (true, Some(head)) => head.eq_ignore_ascii_case(p),
+                (true, None) => false,
+                (false, _) => {
+                    let lower = path.to_lowercase();
+                    return lower.strip_prefix(p).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+                }
+            };
+            head && matches!(path.as_bytes().get(p.len()), None | Some(b'/'))
+        };
+        match self.host_files.iter().find(|(_, p)| under(p)) {
+            Some((given, _)) => {
+                Verdict { decision: RuleDecision::Prompt, rule: Some(DecidingRule::HostFile { path: given }) }
+            }
+            None => verdict,
+        }
     }
 
     /// The strictest matching operator rule for `access`, else the strictest matching
@@ -618,6 +681,117 @@ impl FileRules {
             None => Verdict::ALLOW,
         }
     }
+}
+
+/// What one pass over a plain path found.
+enum Plain {
+    /// A part names `.git`.
+    Git,
+    /// Otherwise; `maybe`: the prefilter lets it through to the set.
+    Other { maybe: bool },
+}
+
+/// A quick test before the set is asked: every pattern needs some run of literal
+/// characters (`.vscode`, `.pem`, `id_rsa`) to appear in a path it matches, so a path
+/// holding none of them matches nothing. Runs are compared without regard to ASCII
+/// case, two bytes at a time through a table of the pairs that start one. A path with
+/// other than ASCII characters, or a pattern without a literal run of two ASCII
+/// characters, always goes to the set (Unicode case folding matches more than ASCII's).
+#[derive(Debug, Clone)]
+struct Prefilter {
+    /// Some pattern has no usable run: every path goes to the set.
+    always: bool,
+    /// One bit per (lower-cased) byte pair that starts a run.
+    pairs: Box<[u64; 1024]>,
+    /// One required run per pattern, lower-cased, deduplicated.
+    runs: Vec<Vec<u8>>,
+}
+
+impl Prefilter {
+    fn new<'a>(patterns: impl IntoIterator<Item = &'a str>) -> Prefilter {
+        let mut f = Prefilter { always: false, pairs: Box::new([0; 1024]), runs: Vec::new() };
+        for p in patterns {
+            match literal_run(p) {
+                Some(run) => {
+                    let run = run.to_ascii_lowercase().into_bytes();
+                    let pair = Self::pair(run[0], run[1]);
+                    f.pairs[pair / 64] |= 1 << (pair % 64);
+                    if !f.runs.contains(&run) {
+                        f.runs.push(run);
+                    }
+                }
+                None => f.always = true,
+            }
+        }
+        f
+    }
+
+    fn pair(a: u8, b: u8) -> usize {
+        (a.to_ascii_lowercase() as usize) << 8 | b.to_ascii_lowercase() as usize
+    }
+
+    /// Whether some run starts with the bytes `a`, `b` (in any ASCII case).
+    fn starts_run(&self, a: u8, b: u8) -> bool {
+        let pair = Self::pair(a, b);
+        self.pairs[pair / 64] & (1 << (pair % 64)) != 0
+    }
+
+    /// Whether some run starts `tail`.
+    fn run_at(&self, tail: &[u8]) -> bool {
+        self.runs.iter().any(|run| tail.get(..run.len()).is_some_and(|head| head.eq_ignore_ascii_case(run)))
+    }
+
+    /// Whether the set could match `path`.
+    fn may_match(&self, path: &str) -> bool {
+        if self.always || !path.is_ascii() {
+            return true;
+        }
+        let b = path.as_bytes();
+        (0..b.len().saturating_sub(1)).any(|i| self.starts_run(b[i], b[i + 1]) && self.run_at(&b[i..]))
+    }
+}
+
+/// The longest run of literal ASCII characters within one part of `pattern`, outside
+/// classes (`[…]`) and alternatives (`{…}`); `None` when no run is two characters long.
+fn literal_run(pattern: &str) -> Option<&str> {
+    let b = pattern.as_bytes();
+    let (mut best, mut start, mut i) = ((0, 0), 0, 0);
+    let close = |start: usize, end: usize, best: &mut (usize, usize)| {
+        if end.saturating_sub(start) > best.1 - best.0 {
+            *best = (start, end);
+        }
+    };
+    while i < b.len() {
+        let c = b[i];
+        let skip_to = match c {
+            b'[' => {
+                // `[]…]` and `[!]…]` hold a literal `]` first.
+                let mut j = i + 1;
+                if b.get(j) == Some(&b'!') {
+                    j += 1;
+                }
+                if b.get(j) == Some(&b']') {
+                    j += 1;
+                }
+                Some(b[j..].iter().position(|&x| x == b']').map_or(b.len(), |k| j + k + 1))
+            }
+            b'{' => Some(b[i..].iter().position(|&x| x == b'}').map_or(b.len(), |k| i + k + 1)),
+            b'\\' => Some(i + 2),
+            b'*' | b'?' | b'/' => Some(i + 1),
+            c if !c.is_ascii() => Some(i + 1),
+            _ => None,
+        };
+        match skip_to {
+            Some(next) => {
+                close(start, i, &mut best);
+                i = next.min(b.len());
+                start = i;
+            }
+            None => i += 1,
+        }
+    }
+    close(start, b.len(), &mut best);
+    (best.1 - best.0 >= 2).then(|| &pattern[best.0..best.1])
 }
 
 /// Whether one part of a path names a git directory in some spelling
@@ -688,4 +862,522 @@ fn quote(s: &str) -> String {
     }
     out.push('"');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use RuleDecision::{Allow, Forbid, Prompt};
+
+    fn rules(text: &str) -> FileRules {
+        rules_with(text, &[])
+    }
+
+    fn rules_with(text: &str, host_files: &[&str]) -> FileRules {
+        let cfg: FilesConfig = toml::from_str(text).unwrap();
+        cfg.read(host_files).unwrap()
+    }
+
+    fn refused(text: &str) -> String {
+        let cfg: FilesConfig = toml::from_str(text).unwrap();
+        cfg.read::<&str>(&[]).unwrap_err().0
+    }
+
+    fn built(pattern: &str) -> &'static BuiltIn {
+        built_in().iter().find(|b| b.pattern == pattern).unwrap()
+    }
+
+    fn by_built_in(pattern: &str) -> Option<DecidingRule<'static>> {
+        Some(DecidingRule::BuiltIn(built(pattern)))
+    }
+
+    /// Every built-in rule: a path it protects and one it leaves alone.
+    const CASES: &[(&str, &str, &str)] = &[
+        (".git", "sub/.git/hooks/pre-commit", "src/.gitignore"),
+        (".vscode/**", "sub/.vscode/tasks.json", "vscode/tasks.json"),
+        (".idea/**", ".idea/workspace.xml", ".idea.md"),
+        (".zed/**", ".zed/settings.json", "zed/settings.json"),
+        (".claude/**", ".claude/settings.json", "CLAUDE.md"),
+        (".cursor/**", ".cursor/mcp.json", "src/cursor.ts"),
+        (".codex/**", ".codex/config.toml", "src/codex/config.toml"),
+        (".mcp.json", "app/.mcp.json", "mcp.json"),
+        (".envrc", ".envrc", ".envrc.example"),
+        (".github/workflows/**", ".github/workflows/ci.yml", ".github/CODEOWNERS"),
+        (".gitlab-ci.yml", ".gitlab-ci.yml", "ci/gitlab-ci.yml"),
+        (".pre-commit-config.yaml", ".pre-commit-config.yaml", ".pre-commit-hooks.yaml"),
+        (".husky/**", ".husky/pre-commit", "husky/pre-commit"),
+        (".devcontainer/**", ".devcontainer/devcontainer.json", "devcontainer.json"),
+        (".bashrc", "home/.bashrc", ".bashrc.bak"),
+        (".bash_profile", ".bash_profile", "bash_profile"),
+        (".bash_login", ".bash_login", ".bash_login.txt"),
+        (".bash_logout", ".bash_logout", "bash_logout"),
+        (".bash_aliases", ".bash_aliases", "aliases"),
+        (".profile", ".profile", "profile.rs"),
+        (".zshrc", ".zshrc", "zshrc"),
+        (".zshenv", ".zshenv", "zshenv"),
+        (".zprofile", ".zprofile", "zprofile"),
+        (".zlogin", ".zlogin", "zlogin"),
+        (".zlogout", ".zlogout", "zlogout"),
+        (".cshrc", ".cshrc", "cshrc"),
+        (".tcshrc", ".tcshrc", "tcshrc"),
+        (".login", ".login", "login.html"),
+        (".kshrc", ".kshrc", "kshrc"),
+        (".config/fish/**", ".config/fish/config.fish", ".config/fishy/config.fish"),
+        (".env", ".env", ".envoy"),
+        (".env.*", "web/.env.local", ".env.example"),
+        ("*.pem", "certs/server.pem", "pem/readme.md"),
+        ("*.key", "tls/site.key", "src/monkey.rs"),
+        ("id_rsa*", ".ssh/id_rsa", "grid_rsa"),
+        ("id_ed25519*", "id_ed25519", "my_id_ed25519"),
+        ("id_ecdsa*", "id_ecdsa_sk", "ecdsa.rs"),
+        ("id_dsa*", "id_dsa", "id_dsb"),
+        (".npmrc", ".npmrc", "npmrc"),
+        (".pypirc", ".pypirc", ".pypirc.md"),
+        (".netrc", ".netrc", "netrc.c"),
+        ("*.p12", "cert.p12", "p12.txt"),
+        (".aws/credentials*", ".aws/credentials", ".aws/config"),
+        (".docker/config.json", ".docker/config.json", "docker/config.json"),
+    ];
+
+    #[test]
+    fn every_built_in_rule_protects_its_files_and_only_them() {
+        let r = FileRules::defaults();
+        let listed: Vec<&str> = built_in().iter().map(|b| b.pattern).collect();
+        let tested: Vec<&str> = CASES.iter().map(|c| c.0).collect();
+        assert_eq!(listed, tested, "every built-in rule has a case");
+        for (pattern, hit, miss) in CASES {
+            let b = built(pattern);
+            for access in [Access::Read, Access::Write] {
+                let v = r.check(hit, access);
+                assert_eq!(v.decision, b.decision(access), "{pattern}: {access} {hit}");
+                if b.decision(access) == Allow {
+                    assert_eq!(v.rule, None, "{pattern}: {access} {hit}");
+                } else {
+                    assert_eq!(v.rule, Some(DecidingRule::BuiltIn(b)), "{pattern}: {access} {hit}");
+                    let v = r.check(miss, access);
+                    assert_eq!((v.decision, v.rule), (Allow, None), "{pattern}: {access} {miss}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_list_says_one_thing_per_rule_with_its_reason() {
+        let list = built_in();
+        assert_eq!((list[0].pattern, list[0].read, list[0].write), (".git", Forbid, Forbid));
+        assert!(list[0].is_git() && !list[1].is_git());
+        for b in &list[1..] {
+            match (b.read, b.write) {
+                (Allow, Prompt) => assert_eq!(b.reason, RUN_LATER, "{}", b.pattern),
+                (Prompt, Allow) => assert_eq!(b.reason, SECRET, "{}", b.pattern),
+                other => panic!("{}: {other:?}", b.pattern),
+            }
+        }
+    }
+
+    #[test]
+    fn built_in_rules_ignore_case() {
+        let r = FileRules::defaults();
+        for (path, access, decision, pattern) in [
+            (".VSCode/Tasks.json", Access::Write, Prompt, ".vscode/**"),
+            ("Sub/.GITHUB/Workflows/CI.YML", Access::Write, Prompt, ".github/workflows/**"),
+            (".ENV", Access::Read, Prompt, ".env"),
+            (".Env.Local", Access::Read, Prompt, ".env.*"),
+            ("ID_RSA", Access::Read, Prompt, "id_rsa*"),
+            ("keys/Server.PEM", Access::Read, Prompt, "*.pem"),
+            (".AWS/Credentials.bak", Access::Read, Prompt, ".aws/credentials*"),
+            (".Git/Config", Access::Read, Forbid, ".git"),
+            ("a/.GIT/hooks/pre-commit", Access::Write, Forbid, ".git"),
+        ] {
+            let v = r.check(path, access);
+            assert_eq!((v.decision, v.rule), (decision, by_built_in(pattern)), "{path}");
+        }
+    }
+
+    #[test]
+    fn env_templates_are_read_without_asking() {
+        let r = FileRules::defaults();
+        for path in [".env.example", "web/.env.sample", ".env.template", ".ENV.EXAMPLE", ".env.example/notes"] {
+            assert_eq!(r.check(path, Access::Read).decision, Allow, "{path}");
+        }
+        for path in [".env.local", ".env.production", ".env.example.local", ".env.local/.env.example", ".env."] {
+            assert_eq!(r.check(path, Access::Read).decision, Prompt, "{path}");
+        }
+    }
+
+    #[test]
+    fn names_are_matched_as_folding_file_systems_read_them() {
+        let r = FileRules::defaults();
+        for (path, access, decision) in [
+            (".vscode./tasks.json", Access::Write, Prompt),
+            (".vscode /tasks.json", Access::Write, Prompt),
+            (".env::$DATA", Access::Read, Prompt),
+            (".en\u{200c}v", Access::Read, Prompt),
+            (".git./config", Access::Write, Forbid),
+            ("GIT~1/config", Access::Read, Forbid),
+            (".g\u{200c}it/config", Access::Read, Forbid),
+            ("notes.", Access::Read, Allow),
+        ] {
+            assert_eq!(r.check(path, access).decision, decision, "{path:?}");
+        }
+        // The name as written counts too: the stricter answer wins.
+        let r = rules("[[rules]]\npaths = [\"notes.\"]\nwrite = \"forbid\"\n");
+        assert_eq!(r.check("notes.", Access::Write).decision, Forbid);
+        assert_eq!(r.check("notes", Access::Write).decision, Allow);
+    }
+
+    #[test]
+    fn a_rule_covers_the_directories_it_names() {
+        let r = FileRules::defaults();
+        // `.vscode/**` covers the folder itself: making or renaming it asks too.
+        assert_eq!(r.check(".vscode", Access::Write).decision, Prompt);
+        assert_eq!(r.check(".github/workflows", Access::Write).decision, Prompt);
+        assert_eq!(r.check(".github", Access::Write).decision, Allow);
+        // A rule naming a directory covers what is beneath it, whatever the pattern.
+        let r = rules("[[rules]]\npaths = [\"vendor\"]\nwrite = \"forbid\"\n");
+        assert_eq!(r.check("vendor/a/b.rs", Access::Write).decision, Forbid);
+        assert_eq!(r.check("x/vendor/b.rs", Access::Write).decision, Forbid);
+        assert_eq!(r.check("vendors/b.rs", Access::Write).decision, Allow);
+        // A rule for one part of a name stays within that part.
+        let r = rules("[[rules]]\npaths = [\"*.sql\"]\nread = \"forbid\"\n");
+        assert_eq!(r.check("dump.sql", Access::Read).decision, Forbid);
+        assert_eq!(r.check("a/b/dump.SQL", Access::Read).decision, Forbid);
+        assert_eq!(r.check("dump.sql.txt", Access::Read).decision, Allow);
+    }
+
+    #[test]
+    fn a_leading_slash_anchors_a_pattern_to_the_root() {
+        let r = rules(
+            "[[rules]]\npaths = [\"/build.sh\"]\nwrite = \"forbid\"\n\
+             [[rules]]\npaths = [\"deploy.sh\"]\nwrite = \"forbid\"\n\
+             [[rules]]\npaths = [\"/tools/*.sh\"]\nwrite = \"prompt\"\n",
+        );
+        let w = |p: &str| r.check(p, Access::Write).decision;
+        assert_eq!(w("build.sh"), Forbid);
+        assert_eq!(w("sub/build.sh"), Allow);
+        assert_eq!(w("deploy.sh"), Forbid);
+        assert_eq!(w("sub/deep/deploy.sh"), Forbid);
+        assert_eq!(w("tools/x.sh"), Prompt);
+        assert_eq!(w("tools/sub/x.sh"), Allow);
+        assert_eq!(w("a/tools/x.sh"), Allow);
+    }
+
+    #[test]
+    fn double_star_crosses_parts() {
+        let r = rules(
+            "[[rules]]\npaths = [\"secrets/**\"]\nread = \"forbid\"\n\
+             [[rules]]\npaths = [\"**/*.sql\"]\nread = \"prompt\"\n\
+             [[rules]]\npaths = [\"docs/**/private\"]\nread = \"forbid\"\n\
+             [[rules]]\npaths = [\"/a/**/b\"]\nread = \"forbid\"\n",
+        );
+        for (path, decision) in [
+            ("secrets", Forbid),
+            ("secrets/db.txt", Forbid),
+            ("x/secrets/a/b", Forbid),
+            ("secretsx/a", Allow),
+            ("c.sql", Prompt),
+            ("x/y/c.sql", Prompt),
+            ("a/b/c.sql", Forbid),
+            ("docs/private/x", Forbid),
+            ("docs/1/2/private/x", Forbid),
+            ("docs/privatex", Allow),
+            ("a/b", Forbid),
+            ("a/x/y/b/c", Forbid),
+            ("z/a/b", Allow),
+        ] {
+            assert_eq!(r.check(path, Access::Read).decision, decision, "{path}");
+        }
+    }
+
+    #[test]
+    fn the_operator_loosens_a_default_where_its_rule_matches() {
+        let r = rules(
+            "[[rules]]\npaths = [\".env\"]\nread = \"allow\"\n\
+             [[rules]]\npaths = [\".vscode/settings.json\"]\nwrite = \"allow\"\n",
+        );
+        let v = r.check("app/.env", Access::Read);
+        assert_eq!((v.decision, v.rule), (Allow, Some(DecidingRule::Operator { number: 1, pattern: ".env" })));
+        // Other files the default covers still ask, and the other access is untouched.
+        assert_eq!(r.check(".env.local", Access::Read).rule, by_built_in(".env.*"));
+        assert_eq!(r.check(".vscode/settings.json", Access::Write).decision, Allow);
+        assert_eq!(r.check(".vscode/tasks.json", Access::Write).decision, Prompt);
+        // A rule speaking for reading leaves the built-in write rule in force.
+        let r = rules("[[rules]]\npaths = [\".vscode\"]\nread = \"forbid\"\n");
+        assert_eq!(r.check(".vscode/tasks.json", Access::Read).decision, Forbid);
+        assert_eq!(r.check(".vscode/tasks.json", Access::Write).rule, by_built_in(".vscode/**"));
+    }
+
+    #[test]
+    fn the_operator_tightens() {
+        let r = rules("[[rules]]\npaths = [\"secrets/**\", \"*.sqlite\"]\nread = \"forbid\"\nwrite = \"prompt\"\n");
+        let v = r.check("secrets/prod/db.txt", Access::Read);
+        assert_eq!((v.decision, v.rule), (Forbid, Some(DecidingRule::Operator { number: 1, pattern: "secrets/**" })));
+        assert_eq!(r.check("secrets/prod/db.txt", Access::Write).decision, Prompt);
+        // The pattern that matched is the one named.
+        let v = r.check("data/app.SQLite", Access::Read);
+        assert_eq!(v.rule, Some(DecidingRule::Operator { number: 1, pattern: "*.sqlite" }));
+        // A forbid beats the built-in prompt on the same file.
+        let r = rules("[[rules]]\npaths = [\"*.pem\"]\nread = \"forbid\"\n");
+        assert_eq!(r.check("ca.pem", Access::Read).decision, Forbid);
+    }
+
+    #[test]
+    fn the_strictest_operator_rule_wins_and_the_first_among_equals_is_named() {
+        let r = rules(
+            "[[rules]]\npaths = [\"**/*.md\"]\nread = \"allow\"\n\
+             [[rules]]\npaths = [\"private/**\"]\nread = \"forbid\"\n\
+             [[rules]]\npaths = [\"private\"]\nread = \"prompt\"\n\
+             [[rules]]\npaths = [\"a/**\"]\nwrite = \"prompt\"\n\
+             [[rules]]\npaths = [\"*.txt\"]\nwrite = \"prompt\"\n",
+        );
+        let v = r.check("private/a.md", Access::Read);
+        assert_eq!((v.decision, v.rule), (Forbid, Some(DecidingRule::Operator { number: 2, pattern: "private/**" })));
+        let v = r.check("notes/a.md", Access::Read);
+        assert_eq!((v.decision, v.rule), (Allow, Some(DecidingRule::Operator { number: 1, pattern: "**/*.md" })));
+        let v = r.check("a/b.txt", Access::Write);
+        assert_eq!((v.decision, v.rule), (Prompt, Some(DecidingRule::Operator { number: 4, pattern: "a/**" })));
+        // An operator's allow on a secret replaces the built-in prompt, even when
+        // another of its rules (for the other access) matches too.
+        let r = rules(
+            "[[rules]]\npaths = [\"**\"]\nread = \"allow\"\n[[rules]]\npaths = [\"*.key\"]\nwrite = \"forbid\"\n",
+        );
+        assert_eq!(r.check("site.key", Access::Read).decision, Allow);
+        assert_eq!(r.check("site.key", Access::Write).decision, Forbid);
+    }
+
+    #[test]
+    fn git_stays_forbidden_whatever_the_rules_say() {
+        let r = rules("[[rules]]\npaths = [\"**\"]\nread = \"allow\"\nwrite = \"allow\"\n");
+        assert!(r.is_quiet(Access::Read) && r.is_quiet(Access::Write));
+        assert_eq!(r.check(".vscode/tasks.json", Access::Write).decision, Allow);
+        assert_eq!(r.check(".env", Access::Read).decision, Allow);
+        for path in [".git", ".git/config", "a/.Git/hooks/pre-commit", ".git./x", "GIT~1/HEAD"] {
+            for access in [Access::Read, Access::Write] {
+                let v = r.check(path, access);
+                assert_eq!((v.decision, v.rule), (Forbid, by_built_in(".git")), "{path} {access}");
+            }
+        }
+        // A rule that would open .git is refused outright; one closing it is accepted.
+        for (paths, says) in [("\".git/**\"", "read = \"allow\""), ("\"sub/.GIT\"", "write = \"prompt\"")] {
+            let e = refused(&format!("[[rules]]\npaths = [{paths}]\n{says}\n"));
+            assert!(e.contains("[[files.rules]] number 1 paths") && e.contains("names .git"), "{e}");
+        }
+        rules("[[rules]]\npaths = [\".git\"]\nread = \"forbid\"\n");
+    }
+
+    #[test]
+    fn the_host_files_ask_before_every_write() {
+        let host = ["cheng.toml", "./.cheng/state/"];
+        let r = rules_with("", &host);
+        assert!(!r.is_quiet(Access::Write) && !r.is_quiet(Access::Read));
+        let v = r.check("CHENG.toml", Access::Write);
+        assert_eq!((v.decision, v.rule), (Prompt, Some(DecidingRule::HostFile { path: "cheng.toml" })));
+        assert_eq!(r.check("cheng.toml", Access::Read).decision, Allow);
+        assert_eq!(r.check(".cheng/state/audit.jsonl", Access::Write).decision, Prompt);
+        assert_eq!(r.check("cheng.toml.bak", Access::Write).decision, Allow);
+        assert_eq!(r.check("sub/cheng.toml", Access::Write).decision, Allow);
+        // No rule loosens them, one may tighten them.
+        let r = rules_with("[[rules]]\npaths = [\"**\"]\nwrite = \"allow\"\n", &host);
+        assert!(!r.is_quiet(Access::Write));
+        assert_eq!(r.check("cheng.toml", Access::Write).decision, Prompt);
+        let r = rules_with("[[rules]]\npaths = [\"cheng.toml\"]\nwrite = \"forbid\"\n", &host);
+        assert_eq!(r.check("cheng.toml", Access::Write).decision, Forbid);
+        assert_eq!(
+            r.check("cheng.toml", Access::Write).rule,
+            Some(DecidingRule::Operator { number: 1, pattern: "cheng.toml" })
+        );
+    }
+
+    #[test]
+    fn quiet_only_when_the_operator_allows_everything() {
+        let d = FileRules::defaults();
+        assert!(!d.is_quiet(Access::Read) && !d.is_quiet(Access::Write));
+        for everything in ["**", "/**", "*", "/*", "**/*", "**/**"] {
+            let r = rules(&format!("[[rules]]\npaths = [\"{everything}\"]\nread = \"allow\"\n"));
+            assert!(r.is_quiet(Access::Read) && !r.is_quiet(Access::Write), "{everything}");
+            assert_eq!(r.check("deep/down/.env", Access::Read).decision, Allow, "{everything}");
+        }
+        // A stricter rule beside it, or a narrower pattern, keeps the checks on.
+        let r = rules("[[rules]]\npaths = [\"**\"]\nread = \"allow\"\n[[rules]]\npaths = [\"x\"]\nread = \"prompt\"\n");
+        assert!(!r.is_quiet(Access::Read));
+        let r = rules("[[rules]]\npaths = [\"src/**\"]\nread = \"allow\"\n");
+        assert!(!r.is_quiet(Access::Read));
+    }
+
+    #[test]
+    fn ordinary_files_match_nothing() {
+        let r = FileRules::defaults();
+        for path in ["src/main.rs", "README.md", "environment.ts", "docs/keys.md", ".gitignore", ".github/x.yml", "."] {
+            for access in [Access::Read, Access::Write] {
+                assert_eq!(r.check(path, access), Verdict::ALLOW, "{path} {access}");
+            }
+        }
+    }
+
+    #[test]
+    fn verdicts_name_their_rule_and_how_to_change_it() {
+        let r = rules("[[rules]]\npaths = [\"x\", \"secrets/**\"]\nread = \"forbid\"\n");
+        let m = r.check(".env", Access::Read).message(".env", Access::Read);
+        assert!(
+            m.starts_with("Reading \".env\" asks a person first: the built-in rule \".env\" (likely holds a secret)")
+        );
+        assert!(m.contains("paths = [\"/.env\"] (this path) or [\".env\"]") && m.contains("read = \"allow\""), "{m}");
+        let m = r.check(".vscode/tasks.json", Access::Write).message(".vscode/tasks.json", Access::Write);
+        assert!(m.contains(RUN_LATER) && m.contains("[\".vscode/**\"]") && m.contains("write = \"allow\""), "{m}");
+        let m = r.check("secrets/a", Access::Read).message("secrets/a", Access::Read);
+        assert!(m.contains("is refused: [[files.rules]] number 1 (\"secrets/**\")"), "{m}");
+        assert!(m.contains("To change it, change read in [[files.rules]] number 1"), "{m}");
+        let m = r.check(".git/config", Access::Read).message(".git/config", Access::Read);
+        assert!(m.contains("is refused: the built-in rule \".git\"") && m.contains("No rule changes this"), "{m}");
+        let m = r.check("src/a.rs", Access::Read).message("src/a.rs", Access::Read);
+        assert_eq!(m, "Reading \"src/a.rs\" is allowed.");
+        let how = r.check("src/a.rs", Access::Write).how_to_change("src/a.rs", Access::Write);
+        assert!(how.contains("paths = [\"/src/a.rs\"] and write = \"prompt\""), "{how}");
+        let host = rules_with("", &["cheng.toml"]);
+        let m = host.check("cheng.toml", Access::Write).message("cheng.toml", Access::Write);
+        assert!(m.contains("the host's own configuration or state (\"cheng.toml\")") && m.contains("No rule loosens"));
+    }
+
+    #[test]
+    fn the_suggested_pattern_names_exactly_the_path() {
+        for path in ["a[1]/.env", "we*rd/{x}/.env", "q?/.env", "back\\slash/.env"] {
+            let suggested = anchored(path);
+            let cfg = FilesConfig {
+                rules: vec![FileRuleConfig { paths: vec![suggested.clone()], read: Some("allow".into()), write: None }],
+            };
+            let r = cfg.read::<&str>(&[]).unwrap();
+            assert_eq!(r.check(path, Access::Read).decision, Allow, "{path} {suggested}");
+            assert_eq!(r.check(&format!("other/{path}"), Access::Read).decision, Prompt, "{path} {suggested}");
+        }
+    }
+
+    #[test]
+    fn bad_rules_are_refused_naming_the_rule_and_key() {
+        let ok = "[[rules]]\npaths = [\"x\"]\nread = \"allow\"\n";
+        for (text, needle) in [
+            (
+                "[[rules]]\npaths = [\"a[\"]\nread = \"allow\"\n",
+                "[[files.rules]] number 1 paths: \"a[\" is not a pattern",
+            ),
+            ("[[rules]]\npaths = [\"a{b\"]\nwrite = \"allow\"\n", "number 1 paths: \"a{b\" is not a pattern"),
+            (
+                &format!("{ok}[[rules]]\npaths = [\"x\"]\nread = \"maybe\"\n"),
+                "[[files.rules]] number 2 read = \"maybe\": expected",
+            ),
+            (
+                "[[rules]]\npaths = [\"x\"]\nwrite = \"Allow\"\n",
+                "number 1 write = \"Allow\": expected \"allow\", \"prompt\" or \"forbid\"",
+            ),
+            ("[[rules]]\nread = \"allow\"\n", "[[files.rules]] number 1 paths is empty"),
+            ("[[rules]]\npaths = [\"x\"]\n", "[[files.rules]] number 1 says nothing"),
+            ("[[rules]]\npaths = [\"\"]\nread = \"allow\"\n", "\"\" is empty"),
+            ("[[rules]]\npaths = [\"/\"]\nread = \"allow\"\n", "names the workspace root"),
+            ("[[rules]]\npaths = [\"../x\"]\nread = \"allow\"\n", "`..` part"),
+            ("[[rules]]\npaths = [\"a//b\"]\nread = \"allow\"\n", "an empty"),
+            ("[[rules]]\npaths = [\"./a\"]\nread = \"allow\"\n", "`.`"),
+        ] {
+            let e = refused(text);
+            assert!(e.contains(needle), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_table_is_read_and_checked_with_the_file() {
+        use crate::Config;
+        let cfg = Config::from_toml_str(
+            "[[files.rules]]\npaths = [\".env\"]\nread = \"allow\"\n[[files.rules]]\npaths = [\"/out/**\"]\nwrite = \"forbid\"\n",
+            "c.toml",
+        )
+        .unwrap();
+        let r = cfg.file_rules(&["cheng.toml"]).unwrap();
+        assert_eq!(r.check(".env", Access::Read).decision, Allow);
+        assert_eq!(r.check("out/a", Access::Write).decision, Forbid);
+        assert_eq!(r.check("cheng.toml", Access::Write).decision, Prompt);
+        for (text, needle) in [
+            ("[[files.rules]]\npaths = [\"a[\"]\nread = \"allow\"\n", "c.toml: [[files.rules]] number 1 paths"),
+            ("[[files.rules]]\npaths = [\"x\"]\nreed = \"allow\"\n", "unknown key `reed` in [[files.rules]]"),
+            ("[[files.rules]]\npaths = [\"x\"]\nread = 5\n", "line 3"),
+            ("[files]\nrule = []\n", "unknown key `rule` in [files]"),
+        ] {
+            let e = Config::from_toml_str(text, "c.toml").unwrap_err().to_string();
+            assert!(e.contains(needle), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn literal_runs_are_taken_outside_classes_and_alternatives() {
+        for (pattern, run) in [
+            (".vscode/**", Some(".vscode")),
+            ("*.pem", Some(".pem")),
+            ("id_rsa*", Some("id_rsa")),
+            (".aws/credentials*", Some("credentials")),
+            ("/a/**/b", None),
+            ("**", None),
+            ("*.[ch]", None),
+            ("src/{lib,main}.rs", Some("src")),
+            ("x[]ab]yz/q", Some("yz")),
+            ("\\*abc", Some("abc")),
+            ("caf\u{e9}s/xy", Some("caf")),
+        ] {
+            assert_eq!(literal_run(pattern), run, "{pattern}");
+        }
+    }
+
+    #[test]
+    fn the_prefilter_never_hides_a_match() {
+        let texts = [
+            "",
+            "[[rules]]\npaths = [\"src/{lib,main}.rs\", \"x[]ab]yz\", \"*.SQL\"]\nread = \"forbid\"\n",
+            "[[rules]]\npaths = [\"*.[ch]\"]\nwrite = \"prompt\"\n",
+        ];
+        let mut paths: Vec<String> = Vec::new();
+        for (_, hit, miss) in CASES {
+            for p in [hit, miss] {
+                paths.push(p.to_string());
+                paths.push(p.to_uppercase());
+                paths.push(format!("deep/er/{p}"));
+                paths.push(format!("{p}/inside"));
+            }
+        }
+        paths.extend(
+            ["src/lib.rs", "SRC/Main.rs", "xayz", "x]yz/a", "q.SqL", "a.c", "a.h", "ID_RSA.pub", "a"].map(String::from),
+        );
+        for text in texts {
+            let with = rules(text);
+            let mut without = with.clone();
+            without.prefilter.always = true;
+            let mut passed = 0;
+            for p in &paths {
+                for access in [Access::Read, Access::Write] {
+                    assert_eq!(with.check(p, access), without.check(p, access), "{text}: {p} {access}");
+                }
+                passed += usize::from(with.prefilter.may_match(p));
+            }
+            // It does turn paths away (else it would cost without helping).
+            assert!(with.prefilter.always || passed < paths.len(), "{text}");
+        }
+        assert!(!FileRules::defaults().prefilter.may_match("host/policy/src/main.rs"));
+        assert!(rules("[[rules]]\npaths = [\"*.[ch]\"]\nwrite = \"prompt\"\n").prefilter.always);
+    }
+
+    /// The cost of a path no rule matches, for a look by hand:
+    /// `cargo test -p cheng-policy --release -- --ignored --nocapture no_match_cost`.
+    #[test]
+    #[ignore]
+    fn no_match_cost() {
+        let with = FileRules::defaults();
+        let mut without = with.clone();
+        without.prefilter.always = true;
+        let paths = ["src/main.rs", "host/policy/src/files.rs", "README.md", "a/b/c/d/e/f/g.txt"];
+        let n = 400_000;
+        for round in 0..3 {
+            for (name, r) in [("with the prefilter", &with), ("set only", &without)] {
+                let start = std::time::Instant::now();
+                for i in 0..n {
+                    std::hint::black_box(r.check(std::hint::black_box(paths[i % paths.len()]), Access::Read));
+                }
+                println!("round {round}, {name}: {:?} per check", start.elapsed() / n as u32);
+            }
+        }
+    }
 }
