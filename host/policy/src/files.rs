@@ -765,9 +765,9 @@ fn literal_run(pattern: &str) -> Option<&str> {
         let c = b[i];
         let skip_to = match c {
             b'[' => {
-                // `[]…]` and `[!]…]` hold a literal `]` first.
+                // `[]…]`, `[!]…]` and `[^]…]` hold a literal `]` first.
                 let mut j = i + 1;
-                if b.get(j) == Some(&b'!') {
+                if matches!(b.get(j), Some(b'!' | b'^')) {
                     j += 1;
                 }
                 if b.get(j) == Some(&b']') {
@@ -1316,6 +1316,8 @@ mod tests {
             ("*.[ch]", None),
             ("src/{lib,main}.rs", Some("src")),
             ("x[]ab]yz/q", Some("yz")),
+            ("x[^]ab]yz/q", Some("yz")),
+            ("x[!]ab]yz/q", Some("yz")),
             ("\\*abc", Some("abc")),
             ("caf\u{e9}s/xy", Some("caf")),
         ] {
