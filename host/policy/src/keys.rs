@@ -37,6 +37,8 @@ pub const TABLES: &[(&str, &[&str])] = &[
     ),
     ("[[process.rules]]", &["program", "args", "decision", "network"]),
     ("[[process.known_safe_rules]]", &["program", "subcommand", "flags", "value_options", "operands"]),
+    ("[files]", &["rules"]),
+    ("[[files.rules]]", &["paths", "read", "write"]),
     ("[git]", &["user_name", "user_email", "rules"]),
     ("[[git.rules]]", &["operations", "branches", "decision"]),
     (

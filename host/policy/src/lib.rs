@@ -1,10 +1,11 @@
 //! Operator policy from `cheng.toml`: roles and the tools they grant, limits, per-tool
-//! settings, the command policy, plugin entries, grants ([`grant`]) and the network
-//! rules ([`net`]). The host's lowest layer above the shared contract, as a crate of its
-//! own: no engine, no process, no connection, no I/O beyond reading the configuration
-//! (and the CA file it names), so cargo keeps every upper layer out of it. The host asks
-//! it what a call may have ([`Policy::effective`]). [`hostfile`] is how every layer reads
-//! the host's own files: regular files only, each kind under its cap, never blocking.
+//! settings, the command policy, the path rules ([`files`]), plugin entries, grants
+//! ([`grant`]) and the network rules ([`net`]). The host's lowest layer above the shared
+//! contract, as a crate of its own: no engine, no process, no connection, no I/O beyond
+//! reading the configuration (and the CA file it names), so cargo keeps every upper
+//! layer out of it. The host asks it what a call may have ([`Policy::effective`]).
+//! [`hostfile`] is how every layer reads the host's own files: regular files only, each
+//! kind under its cap, never blocking.
 //!
 //! With no file, working defaults apply: the three built-in roles (`recon`, `writer`,
 //! `developer`) and `developer` as the default role. Every table refuses a key it does
@@ -34,6 +35,7 @@
 
 #![deny(missing_docs)]
 
+pub mod files;
 pub mod git;
 pub mod grant;
 pub mod hostfile;
@@ -211,6 +213,10 @@ subcommand = "x"
 flags = ["-r"]
 value_options = ["--arg"]
 operands = true
+[[files.rules]]
+paths = ["secrets/**"]
+read = "forbid"
+write = "prompt"
 [git]
 user_name = "Agent"
 user_email = "agent@example.com"
@@ -328,6 +334,7 @@ bearer_env = "REMOTE_TOKEN"
             "[tools.read_file]\n",
             "[process]\n",
             "[git]\n",
+            "[files]\n",
             "[web]\n",
             "[web.search]\n",
             "[telemetry]\n",
@@ -341,6 +348,7 @@ bearer_env = "REMOTE_TOKEN"
             ("[[plugins]]\n", "id = \"a\"\npath = \"a.wasm\"\n"),
             ("[[mcp_servers]]\n", "id = \"a\"\ncommand = \"x\"\n"),
             ("[[git.rules]]\n", "decision = \"allow\"\n"),
+            ("[[files.rules]]\n", "paths = [\"x\"]\nread = \"allow\"\n"),
             ("[[process.known_safe_rules]]\n", "program = \"jq\"\n"),
         ] {
             let e = Config::from_toml_str(&format!("{h}{body}zz_unknown = 1\n"), "x.toml").unwrap_err().to_string();

@@ -27,6 +27,7 @@ impl Config {
         let setting = |e: crate::SettingError| err(e.0);
         cfg.process.validate().map_err(setting)?;
         cfg.git.validate().map_err(setting)?;
+        cfg.files.read::<&str>(&[]).map_err(setting)?;
         cfg.web.read(&|_| None).map_err(setting)?;
         cfg.mcp().map_err(setting)?;
         cfg.telemetry.urls().map_err(setting)?;
@@ -87,6 +88,12 @@ impl Config {
             out.push(server);
         }
         Ok(out)
+    }
+
+    /// The path rules (`[files]`) compiled with the built-in ones; `host_files` are the
+    /// host's own configuration and state that lie in the workspace, relative to it.
+    pub fn file_rules<S: AsRef<str>>(&self, host_files: &[S]) -> Result<files::FileRules, crate::SettingError> {
+        self.files.read(host_files)
     }
 
     /// The resolved policy: roles with inheritance applied, limits, per-tool settings.

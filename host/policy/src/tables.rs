@@ -39,6 +39,9 @@ pub struct Config {
     /// Process spawning (`[process]`).
     #[serde(default)]
     pub process: ProcessConfig,
+    /// Path rules for every tool, command and MCP server (`[files]`, `[[files.rules]]`).
+    #[serde(default)]
+    pub files: files::FilesConfig,
     /// `workspace_git_write`'s identity and rules (`[git]`, `[[git.rules]]`).
     #[serde(default)]
     pub git: git::GitConfig,
