@@ -4,7 +4,7 @@
 //! call's cancellation, the outcome goes into the call's record, and an answer other
 //! than yes becomes the denial the caller built (recorded here, once).
 
-use crate::approvals::{ApprovalRequest, Broker, Decision};
+use crate::approvals::{ApprovalRequest, Broker, Decision, Granted};
 use crate::capability::Denial;
 
 use super::CallScope;
@@ -16,6 +16,10 @@ pub(crate) enum Answer {
     Go {
         /// Whether a person saw the card.
         asked: bool,
+        /// What the yes chose: scope, tier, hosts, prefix.
+        granted: Granted,
+        /// The request's id.
+        id: String,
     },
     /// The call was cancelled while it waited; nothing was decided.
     Cancelled,
@@ -56,12 +60,20 @@ impl CallScope {
             _ = self.cx.cancel.cancelled() => return Answer::Cancelled,
         };
         let decision = outcome.decision;
+        let (granted, id) = (outcome.granted.clone(), outcome.id.clone());
         self.approval(outcome);
         match decision {
-            Decision::Approved => Answer::Go { asked: true },
-            Decision::AutoApproved => Answer::Go { asked: false },
+            Decision::Approved => Answer::Go { asked: true, granted, id },
+            Decision::AutoApproved => Answer::Go { asked: false, granted, id },
             _ => {
-                let denial = refusal(decision);
+                let mut denial = refusal(decision);
+                if let Some(m) = &granted.message {
+                    // What the person asked for instead reaches the model, as one line.
+                    denial.message.push_str(&format!(
+                        " The person who declined said: \"{}\"",
+                        cheng_contract::text::escape_line(m)
+                    ));
+                }
                 self.deny(denial.clone());
                 Answer::Refused { decision, denial }
             }

@@ -82,6 +82,18 @@ impl CallScope {
         lock(&self.approvals).push(outcome);
     }
 
+    /// Who answered approval `id` of this call, as recorded.
+    pub fn answered_by(&self, id: &str) -> Option<String> {
+        lock(&self.approvals).iter().find(|a| a.id == id).and_then(|a| a.answered_by.clone())
+    }
+
+    /// Note on the record of approval `id` the learned rule its "always" saved.
+    pub fn approval_saved_rule(&self, id: &str, rule: &str) {
+        if let Some(a) = lock(&self.approvals).iter_mut().find(|a| a.id == id) {
+            a.granted.rule = Some(rule.to_string());
+        }
+    }
+
     /// Record a command the call runs without asking anyone.
     pub fn unasked(&self, run: UnaskedRecord) {
         lock(&self.unasked).push(run);

@@ -43,6 +43,10 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, oneshot};
 
+mod answer;
+
+pub use answer::{Answer, MAX_EXPIRY_MS, MESSAGE_CHARS, Offer, Route, RulePreview, Scope, Tier};
+
 /// The shortest wait a request may be given.
 pub const MIN_TIMEOUT: Duration = Duration::from_secs(1);
 /// The default wait.
@@ -78,6 +82,10 @@ pub struct ApprovalRequest {
     /// Who asks: the caller as the host knows it (a token's name, the MCP client's name
     /// and version); empty when not known.
     pub asked_by: String,
+    /// What it may be answered with (scopes, the rule "always" would save, tiers,
+    /// proposed hosts); none for a card answered once with a plain yes or no.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offer: Option<Offer>,
 }
 
 impl ApprovalRequest {
@@ -101,7 +109,14 @@ impl ApprovalRequest {
             workspace: String::new(),
             requested_at_ms: crate::unix_ms(),
             asked_by: String::new(),
+            offer: None,
         }
+    }
+
+    /// With `offer`: what the card may be answered with.
+    pub fn with_offer(mut self, offer: Offer) -> Self {
+        self.offer = Some(offer);
+        self
     }
 
     /// The asking call's workspace and caller, shown on the card.
@@ -126,17 +141,31 @@ impl ApprovalRequest {
         for f in [&mut self.run, &mut self.role, &mut self.tool, &mut self.workspace, &mut self.asked_by] {
             *f = escape_line(f);
         }
+        if let Some(offer) = &mut self.offer {
+            for p in &mut offer.prefixes {
+                p.rule = escape_line(&cut_chars(&p.rule, DETAIL_CHARS));
+                p.text = escape_line(&cut_chars(&p.text, DETAIL_CHARS));
+            }
+            for h in &mut offer.hosts {
+                *h = escape_line(h);
+            }
+            if let Some(why) = &mut offer.once_only {
+                *why = escape_line(why);
+            }
+            offer.full = escape_line(&offer.full);
+        }
         self
     }
 }
 
 /// The answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     /// Go ahead.
     Approved,
     /// Refused by a person.
+    #[default]
     Declined,
     /// Nobody answered within the wait.
     TimedOut,
@@ -175,6 +204,19 @@ pub trait Approver: Send + Sync {
     fn decide<'a>(&'a self, req: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
         let _ = req;
         Box::pin(async { Decision::NoApprover })
+    }
+
+    /// Answer a request with a scope, a tier or a message. The default is
+    /// [`Approver::decide`]'s decision as a plain answer: a yes once, at the card's
+    /// default tier (confined, with the hosts it proposes).
+    fn answer<'a>(&'a self, req: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
+        Box::pin(async move { self.decide(req).await.into() })
+    }
+
+    /// Who answers through it, which bounds what an answer may choose: the operator
+    /// (the default: an embedder's approver, the terminal) or an MCP client's person.
+    fn route(&self) -> Route {
+        Route::Operator
     }
 
     /// Whether this approver can reach a person at all. When false and no other answer
@@ -221,16 +263,33 @@ pub struct FirstAnswer(pub Vec<Arc<dyn Approver>>);
 
 impl Approver for FirstAnswer {
     fn decide<'a>(&'a self, req: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+        Box::pin(async move { self.answer(req).await.decision })
+    }
+
+    /// The first real answer, checked against the route of the approver that gave it
+    /// (an MCP client's answer cannot pick "always"): one it may not give is a no.
+    fn answer<'a>(&'a self, req: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
         Box::pin(async move {
-            let mut asks: Vec<_> = self.0.iter().filter(|a| a.can_ask()).map(|a| a.decide(req)).collect();
+            let mut asks: Vec<_> = self
+                .0
+                .iter()
+                .filter(|a| a.can_ask())
+                .map(|a| {
+                    let route = a.route();
+                    Box::pin(async move { (a.answer(req).await, route) })
+                })
+                .collect();
             while !asks.is_empty() {
-                let (d, _, rest) = futures::future::select_all(asks).await;
-                if d != Decision::NoApprover {
-                    return d;
+                let ((a, route), _, rest) = futures::future::select_all(asks).await;
+                if a.decision != Decision::NoApprover {
+                    return a.checked(req.offer.as_ref(), route).unwrap_or_else(|why| {
+                        tracing::info!(target: "approvals", id = %req.id, "an answer was refused: {why}; treated as no");
+                        Answer::no()
+                    });
                 }
                 asks = rest;
             }
-            Decision::NoApprover
+            Decision::NoApprover.into()
         })
     }
 
@@ -253,7 +312,7 @@ pub enum ApprovalEvent {
     /// A request is waiting.
     Requested {
         /// The card.
-        request: ApprovalRequest,
+        request: Box<ApprovalRequest>,
         /// How long it will wait, in milliseconds.
         timeout_ms: u64,
     },
@@ -270,6 +329,12 @@ pub enum ApprovalEvent {
         /// Who answered (see [`ApprovalOutcome::answered_by`]).
         #[serde(skip_serializing_if = "Option::is_none")]
         answered_by: Option<String>,
+        /// For a yes: how long it holds.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        scope: Option<Scope>,
+        /// For a yes to a command: the tier it runs at.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tier: Option<Tier>,
     },
 }
 
@@ -287,6 +352,9 @@ pub struct AnsweredApproval {
     pub waited_ms: u64,
     /// Unix time (ms) of the outcome.
     pub answered_at_ms: u64,
+    /// The answer's scope, tier, hosts, prefix and message.
+    #[serde(flatten)]
+    pub granted: Granted,
 }
 
 /// The outcome of one request, for the call record.
@@ -302,6 +370,55 @@ pub struct ApprovalOutcome {
     /// (`terminal`, `mcp-client`, `auto-approve`); none when nobody did (a timeout).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answered_by: Option<String>,
+    /// What the answer chose beyond yes or no.
+    #[serde(flatten)]
+    pub granted: Granted,
+}
+
+/// What an answer chose beyond yes or no, as records and the history keep it (each
+/// field absent when it does not apply).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Granted {
+    /// For a yes to a card with an offer: how long it holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
+    /// For a yes to a command: the tier it runs at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<Tier>,
+    /// The hosts of [`Tier::Hosts`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<Vec<String>>,
+    /// For "this run" and "always": the words of the command kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<usize>,
+    /// For "always": in every workspace.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub every_workspace: bool,
+    /// For "always": the rule's lifetime, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in_ms: Option<u64>,
+    /// For a no: what the person asked the agent to do instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The learned rule "always" saved, once saved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+}
+
+impl Granted {
+    fn of(a: &Answer, offered: bool) -> Granted {
+        let yes = a.decision.approved();
+        Granted {
+            scope: (yes && offered).then_some(a.scope),
+            tier: if yes { a.tier } else { None },
+            hosts: if yes { a.hosts.clone() } else { None },
+            prefix: if yes { a.prefix } else { None },
+            every_workspace: yes && a.every_workspace,
+            expires_in_ms: if yes { a.expires_in_ms } else { None },
+            message: if yes { None } else { a.message.clone() },
+            rule: None,
+        }
+    }
 }
 
 /// A request waiting for an answer, as the console and the API list it.
@@ -346,8 +463,11 @@ impl Drop for Withdraw<'_> {
 }
 
 /// What an answer from outside did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answered {
+    /// The answer cannot be taken for this card from this route (a scope or tier not
+    /// offered, "always" from an MCP client); the request still waits.
+    Invalid(String),
     /// It was the first answer, and applies.
     Applied,
     /// The request was answered before (or timed out): this answer changed nothing.
@@ -359,7 +479,7 @@ pub enum Answered {
 struct Pending {
     request: ApprovalRequest,
     started: Instant,
-    tx: oneshot::Sender<(Decision, String)>,
+    tx: oneshot::Sender<(Answer, String)>,
 }
 
 /// How many answered requests are remembered, to tell a late answer from an unknown id.
@@ -458,21 +578,37 @@ impl Broker {
         self.answer_by(id, approved, "api") == Answered::Applied
     }
 
-    /// Answer a pending request from outside on behalf of `by` (recorded with the
-    /// answer). The first answer wins; a later one, or one after the timeout, is
-    /// [`Answered::TooLate`] and changes nothing.
+    /// Answer a pending request from outside on behalf of `by` with a plain yes or no
+    /// (see [`Broker::answer_with`]).
     pub fn answer_by(&self, id: &str, approved: bool, by: &str) -> Answered {
+        let answer = if approved { Answer::yes() } else { Answer::no() };
+        self.answer_with(id, answer, by, Route::Operator)
+    }
+
+    /// Answer a pending request from outside on behalf of `by`, who came by `route`
+    /// (recorded with the answer). The first answer wins; a later one, or one after the
+    /// timeout, is [`Answered::TooLate`] and changes nothing. An answer the card does not
+    /// offer, or `route` may not give, is [`Answered::Invalid`] and leaves it waiting.
+    pub fn answer_with(&self, id: &str, answer: Answer, by: &str, route: Route) -> Answered {
+        if !matches!(answer.decision, Decision::Approved | Decision::Declined) {
+            return Answered::Invalid("an answer is a yes or a no".into());
+        }
         // Taken and sent under the lock: the waiting request decides under the same lock
         // whether it was still pending, so exactly one answer is ever the one applied.
         let sent = {
             let mut pending = self.inner.pending.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(p) = pending.get(id)
+                && let Err(why) = answer.clone().checked(p.request.offer.as_ref(), route)
+            {
+                return Answered::Invalid(why);
+            }
             pending.remove(id).map(|p| {
                 // Remembered as answered before the card leaves the pending table's lock:
                 // a second answer racing this one finds it in one place or the other, and
                 // is told "too late" (409), never "unknown" (404).
                 self.remember(id);
-                let decision = if approved { Decision::Approved } else { Decision::Declined };
-                p.tx.send((decision, by.to_string())).is_ok()
+                let checked = answer.checked(p.request.offer.as_ref(), route).unwrap_or_else(|_| Answer::no());
+                p.tx.send((checked, by.to_string())).is_ok()
             })
         };
         match sent {
@@ -481,6 +617,16 @@ impl Broker {
             None if self.inner.resolved.lock().unwrap_or_else(|p| p.into_inner()).1.contains(id) => Answered::TooLate,
             None => Answered::Unknown,
         }
+    }
+
+    /// Answer every request `run` waits on with `answer` (each checked against its own
+    /// card; one it cannot take is skipped). Returns the ids answered.
+    pub fn answer_run(&self, run: &str, answer: &Answer, by: &str, route: Route) -> Vec<String> {
+        let ids: Vec<String> = {
+            let pending = self.inner.pending.lock().unwrap_or_else(|p| p.into_inner());
+            pending.values().filter(|p| p.request.run == run).map(|p| p.request.id.clone()).collect()
+        };
+        ids.into_iter().filter(|id| self.answer_with(id, answer.clone(), by, route) == Answered::Applied).collect()
     }
 
     /// Ask for approval and wait for the first answer, the timeout, or a refusal at once
@@ -499,32 +645,39 @@ impl Broker {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(req.id.clone(), Pending { request: req.clone(), started, tx });
-        let _ = inner
-            .events
-            .send(ApprovalEvent::Requested { request: req.clone(), timeout_ms: inner.timeout.as_millis() as u64 });
+        let _ = inner.events.send(ApprovalEvent::Requested {
+            request: Box::new(req.clone()),
+            timeout_ms: inner.timeout.as_millis() as u64,
+        });
         // If this wait is dropped (its call cancelled, its client gone), the card is
         // withdrawn at once: it leaves the table, and an answer to it gets "too late".
         let mut withdraw = Withdraw { broker: self, req: &req, started, armed: true };
         let timeout = tokio::time::sleep(inner.timeout);
         tokio::pin!(timeout);
         let name = inner.approver.name().to_string();
-        let ask = inner.approver.decide(&req);
+        let ask = inner.approver.answer(&req);
         tokio::pin!(ask);
         let mut asking = true;
-        let (mut decision, mut by) = loop {
+        let (mut answer, mut by) = loop {
             tokio::select! {
                 biased;
-                Ok((d, by)) = &mut rx => break (d, Some(by)),
-                d = &mut ask, if asking => {
+                Ok((a, by)) = &mut rx => break (a, Some(by)),
+                a = &mut ask, if asking => {
                     // An approver that could reach nobody leaves the answer to the other
                     // paths (an API, a console) when there are any.
-                    if d == Decision::NoApprover && inner.external {
+                    if a.decision == Decision::NoApprover && inner.external {
                         asking = false;
                         continue;
                     }
-                    break (d, (d != Decision::NoApprover).then_some(name.clone()));
+                    let by = (a.decision != Decision::NoApprover).then_some(name.clone());
+                    // An answer this card or this approver's route cannot take is a no.
+                    let a = a.checked(req.offer.as_ref(), inner.approver.route()).unwrap_or_else(|why| {
+                        tracing::info!(target: "approvals", id = %req.id, "the approver's answer was refused: {why}; treated as no");
+                        Answer::no()
+                    });
+                    break (a, by);
                 }
-                _ = &mut timeout => break (Decision::TimedOut, None),
+                _ = &mut timeout => break (Decision::TimedOut.into(), None),
             }
         };
         // Whoever takes the request out of the pending table is the first answer. When an
@@ -532,13 +685,13 @@ impl Broker {
         // the timeout was settling here, that answer is the one that counts.
         withdraw.armed = false;
         let taken_here = inner.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&req.id).is_some();
-        if !taken_here && let Ok((d, b)) = rx.try_recv() {
-            (decision, by) = (d, Some(b));
+        if !taken_here && let Ok((a, b)) = rx.try_recv() {
+            (answer, by) = (a, Some(b));
         }
-        if decision == Decision::TimedOut {
+        if answer.decision == Decision::TimedOut {
             tracing::info!(target: "approvals", id = %req.id, tool = %req.tool, run = %req.run, wait_ms = inner.timeout.as_millis() as u64, "approval timed out; treated as refused");
         }
-        self.resolved(&req, decision, started, by)
+        self.resolved_with(&req, &answer, started, by)
     }
 
     /// Remember `id` as resolved (the last [`REMEMBERED`] are kept).
@@ -561,8 +714,21 @@ impl Broker {
         started: Instant,
         answered_by: Option<String>,
     ) -> ApprovalOutcome {
+        self.resolved_with(req, &decision.into(), started, answered_by)
+    }
+
+    fn resolved_with(
+        &self,
+        req: &ApprovalRequest,
+        answer: &Answer,
+        started: Instant,
+        answered_by: Option<String>,
+    ) -> ApprovalOutcome {
+        let decision = answer.decision;
+        let granted = Granted::of(answer, req.offer.is_some());
         let waited_ms = started.elapsed().as_millis() as u64;
-        tracing::info!(target: "approvals", id = %req.id, tool = %req.tool, run = %req.run, ?decision, waited_ms, "approval resolved");
+        tracing::info!(target: "approvals", id = %req.id, tool = %req.tool, run = %req.run, ?decision,
+            scope = ?granted.scope, tier = ?granted.tier, waited_ms, "approval resolved");
         self.remember(&req.id);
         {
             let mut history = self.inner.history.lock().unwrap_or_else(|p| p.into_inner());
@@ -572,6 +738,7 @@ impl Broker {
                 answered_by: answered_by.clone(),
                 waited_ms,
                 answered_at_ms: crate::unix_ms(),
+                granted: granted.clone(),
             });
             if history.len() > HISTORY {
                 history.pop_front();
@@ -583,8 +750,10 @@ impl Broker {
             decision,
             waited_ms,
             answered_by: answered_by.clone(),
+            scope: granted.scope,
+            tier: granted.tier,
         });
-        ApprovalOutcome { id: req.id.clone(), decision, waited_ms, answered_by }
+        ApprovalOutcome { id: req.id.clone(), decision, waited_ms, answered_by, granted }
     }
 }
 
@@ -604,6 +773,7 @@ mod tests {
             workspace: "/w".into(),
             requested_at_ms: 0,
             asked_by: "token \"t\"".into(),
+            offer: None,
         }
     }
 
