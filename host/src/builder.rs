@@ -279,7 +279,9 @@ impl HostBuilder {
             self.config.workspaces.root.as_ref().map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()));
         let spawner = Arc::new(
             Spawner::new(self.config.process.clone(), self.state_dir.as_deref(), protected_abs.clone())
-                .with_git(self.config.git.clone()),
+                .with_git(self.config.git.clone())
+                .with_egress(egress.clone())
+                .with_run_idle(std::time::Duration::from_millis(self.config.serve.idle_session_ms)),
         );
         // External MCP servers: their pinned tools (a server never seen is started once
         // to list them).

@@ -310,6 +310,18 @@ pub fn network(target: &str, message: &str) -> Denial {
     Denial::new(Right::Network, cheng_contract::text::cut_chars(target, 512), ErrorKind::NotGranted, message)
 }
 
+/// A network target a command's proxy refused (`host:port`, and the guard's reason).
+pub fn command_network(target: &str, why: &str) -> Denial {
+    network(
+        target,
+        &format!(
+            "a command asked its proxy for {}, which was refused ({}); it may reach only the hosts it was granted",
+            cheng_contract::text::escape_line(target),
+            cheng_contract::text::escape_line(why)
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -37,6 +37,10 @@ pub enum HostError {
     /// The OpenTelemetry exporters could not be set up (the message names `[telemetry]`).
     #[error("{0}")]
     Telemetry(String),
+    /// The host's state (learned rules, the audit log of an operator's action) could
+    /// not be read or written; the message names the file.
+    #[error("{0}")]
+    State(String),
     /// A filesystem error on the host's own files (state dir, cache, workspace root).
     #[error("{what}: {source}")]
     Io {

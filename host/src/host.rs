@@ -11,7 +11,7 @@ use crate::approvals::Broker;
 use crate::pipeline::Inner;
 use crate::policy::{Config, Policy};
 use crate::records::{AuditLog, CallRecord};
-use crate::{Context, Needs, ToolResult};
+use crate::{Context, HostError, Needs, ToolResult};
 
 /// A tool as listed for callers.
 #[derive(Debug, Clone, Serialize)]
@@ -110,6 +110,52 @@ impl Host {
     /// no longer pending.
     pub fn answer_approval(&self, id: &str, approved: bool) -> bool {
         self.inner.broker.answer(id, approved)
+    }
+
+    /// The learned rules in force (saved by answers "always"), as on disk now.
+    pub fn learned_rules(
+        &self,
+    ) -> Result<Vec<crate::process::learned::LearnedRule>, crate::process::learned::StoreError> {
+        self.inner.spawner.learned.list()
+    }
+
+    /// Revoke learned rule `id` on behalf of `by` (`operator:<token>`, `socket:uid N`):
+    /// removed from the state directory for every host sharing it, and recorded in the
+    /// audit log (tool `cheng.rules.revoke`). `Ok(None)` when there is no such rule.
+    pub fn revoke_rule(&self, id: &str, by: &str) -> Result<Option<crate::process::learned::LearnedRule>, HostError> {
+        let store = &self.inner.spawner.learned;
+        let removed = store.revoke(id).map_err(|e| HostError::State(e.to_string()))?;
+        if let Some(rule) = &removed {
+            tracing::info!(target: "approvals", rule = %rule.id, by = %by,
+                text = %cheng_contract::text::escape_line(&rule.text), "learned rule revoked");
+            self.record_operator_action(
+                "cheng.rules.revoke",
+                rule.workspace.as_ref().map(|w| w.display().to_string()).unwrap_or_default(),
+                serde_json::json!({"rule": rule.id, "by": by}),
+                serde_json::json!({"revoked": rule}),
+            )?;
+        }
+        Ok(removed)
+    }
+
+    /// End run `run`: its "this run" answers are forgotten (the MCP session closed).
+    pub fn end_run(&self, run: &str) {
+        self.inner.spawner.run_grants.end(run);
+    }
+
+    /// Append a record of something an operator did outside a tool call (a rule
+    /// revoked) to the audit log, in the hash chain like every call.
+    fn record_operator_action(
+        &self,
+        tool: &str,
+        workspace: String,
+        arguments: serde_json::Value,
+        result: serde_json::Value,
+    ) -> Result<(), HostError> {
+        let Some(log) = &self.inner.records.log else { return Ok(()) };
+        let record = crate::records::operator_record(tool, workspace, arguments, result);
+        log.append(&record).map_err(|e| HostError::State(format!("the audit log did not take the record: {e}")))?;
+        log.flush().map_err(|e| HostError::State(format!("the audit log did not take the record: {e}")))
     }
 
     /// The audit log, when there is one.

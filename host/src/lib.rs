@@ -142,6 +142,7 @@ pub use inspect::{Inspection, inspect};
 pub use plugins::{PluginError, PluginSpec, signature_path as plugin_signature_path};
 pub use policy::valid_plugin_id;
 pub use process::contain::{Stat as ProcessStat, stat as process_stat};
+pub use process::learned;
 pub use records::{CallRecord, Status};
 pub use runtime::component::ToolSpec;
 
@@ -158,6 +159,9 @@ pub struct Confinement {
     pub mcp_network: String,
     /// What keeps children apart from the host (namespaces, a private `/proc`).
     pub isolation: String,
+    /// Whether children get namespaces of their own here, which a command granted
+    /// named hosts needs (its own network, whose only way out is the host's proxy).
+    pub isolated: bool,
 }
 
 /// What confines commands on this machine (for `cheng settings` and diagnostics).
@@ -168,5 +172,6 @@ pub fn confinement() -> Confinement {
         containment: process::contain::detect().to_string(),
         mcp_network: process::mcp_server::describe_network(),
         isolation: process::spawn::describe_isolation().to_string(),
+        isolated: process::spawn::isolation(),
     }
 }

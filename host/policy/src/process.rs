@@ -6,10 +6,26 @@
 use serde::Deserialize;
 
 /// Names the host sets for every command; neither a request nor an operator's entry may
-/// change them, because each decides what a command reads or runs (`HOME` and `XDG_*`
-/// locate its configuration, `PATH` its programs, `TMPDIR` its scratch space).
+/// change them, because each decides what a command reads, runs or reaches (`HOME` and
+/// `XDG_*` locate its configuration, `PATH` its programs, `TMPDIR` its scratch space,
+/// the proxy variables its way to the network).
 pub fn host_owned_env(name: &str) -> bool {
-    matches!(name, "PATH" | "HOME" | "TMPDIR") || name.starts_with("XDG_")
+    matches!(name, "PATH" | "HOME" | "TMPDIR") || name.starts_with("XDG_") || proxy_env(name)
+}
+
+/// The proxy variables, in both cases, which the host sets for a command granted named
+/// hosts (and clears for every other).
+pub fn proxy_env(name: &str) -> bool {
+    matches!(
+        name.to_ascii_lowercase().as_str(),
+        "http_proxy"
+            | "https_proxy"
+            | "all_proxy"
+            | "no_proxy"
+            | "ftp_proxy"
+            | "npm_config_proxy"
+            | "npm_config_https_proxy"
+    )
 }
 
 /// Default wall-clock budget of a command.
@@ -146,11 +162,49 @@ pub struct CommandRule {
     pub args: Vec<String>,
     /// What to do.
     pub decision: RuleDecision,
-    /// For an allow rule: whether the command may use the network when it runs without
-    /// a person's answer (default false: an unasked command gets no network).
+    /// For an allow rule: the network the command may use when it runs without a
+    /// person's answer: `false` (the default: none), `true` (all of it), or a list of
+    /// host names and patterns (`["registry.npmjs.org", "*.crates.io"]`), reached
+    /// through the host's proxy and checked as `[web]` checks `web_fetch`.
     #[serde(default)]
-    pub network: bool,
+    pub network: RuleNetwork,
 }
+
+/// A rule's `network`: none, all, or named hosts.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum RuleNetwork {
+    /// `true` or `false`.
+    All(bool),
+    /// Host names and patterns.
+    Hosts(Vec<String>),
+}
+
+impl Default for RuleNetwork {
+    fn default() -> Self {
+        RuleNetwork::All(false)
+    }
+}
+
+/// The hosts proposed on an approval card for a program, by its name, unless the
+/// operator's `[process.hosts]` table says otherwise: package registries and their file
+/// hosts. (`git` is proposed its remote's host, read from the arguments or the
+/// repository's configuration.)
+pub const DEFAULT_HOSTS: &[(&str, &[&str])] = &[
+    ("npm", &["registry.npmjs.org"]),
+    ("npx", &["registry.npmjs.org"]),
+    ("pnpm", &["registry.npmjs.org"]),
+    ("yarn", &["registry.yarnpkg.com", "registry.npmjs.org"]),
+    ("bun", &["registry.npmjs.org"]),
+    ("cargo", &["crates.io", "index.crates.io", "static.crates.io"]),
+    ("pip", &["pypi.org", "files.pythonhosted.org"]),
+    ("pip3", &["pypi.org", "files.pythonhosted.org"]),
+    ("uv", &["pypi.org", "files.pythonhosted.org"]),
+    ("poetry", &["pypi.org", "files.pythonhosted.org"]),
+    ("go", &["proxy.golang.org", "sum.golang.org"]),
+    ("gem", &["rubygems.org", "index.rubygems.org"]),
+    ("bundle", &["rubygems.org", "index.rubygems.org"]),
+];
 
 /// The operator's `[process]` settings.
 #[derive(Debug, Clone, Deserialize)]
@@ -206,6 +260,26 @@ pub struct ProcessConfig {
     /// Known-safe entries to add (one of the same name replaces the built-in one).
     #[serde(default)]
     pub known_safe_rules: Vec<crate::known_safe::KnownSafeRule>,
+    /// The hosts an approval card proposes for a program, by name (`npm =
+    /// ["registry.npmjs.org"]`); an entry replaces the built-in one of that name, an
+    /// empty list proposes none.
+    #[serde(default)]
+    pub hosts: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+impl ProcessConfig {
+    /// The hosts a card proposes for the program named `name`: the operator's entry,
+    /// else the built-in one, else none.
+    pub fn proposed_hosts(&self, name: &str) -> Vec<String> {
+        if let Some(list) = self.hosts.get(name) {
+            return list.clone();
+        }
+        DEFAULT_HOSTS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, hosts)| hosts.iter().map(|h| h.to_string()).collect())
+            .unwrap_or_default()
+    }
 }
 
 /// The `containment` setting.
@@ -256,6 +330,7 @@ impl Default for ProcessConfig {
             known_safe: true,
             known_safe_remove: Vec::new(),
             known_safe_rules: Vec::new(),
+            hosts: Default::default(),
         }
     }
 }
@@ -295,6 +370,23 @@ impl ProcessConfig {
         for r in &self.rules {
             if r.program.trim().is_empty() {
                 return Err("[process] rules: every rule needs a program".into());
+            }
+            if let RuleNetwork::Hosts(hosts) = &r.network {
+                if hosts.is_empty() {
+                    return Err(format!(
+                        "[process] rules: the rule for \"{}\" gives network = [] (write network = false for none)",
+                        r.program
+                    ));
+                }
+                for h in hosts {
+                    crate::net::HostPattern::parse(h)
+                        .map_err(|e| format!("[process] rules: the rule for \"{}\": network: {e}", r.program))?;
+                }
+            }
+        }
+        for (program, hosts) in &self.hosts {
+            for h in hosts {
+                crate::net::HostPattern::parse(h).map_err(|e| format!("[process.hosts] {program}: {e}"))?;
             }
         }
         for r in &self.known_safe_rules {

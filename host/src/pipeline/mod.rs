@@ -86,6 +86,8 @@ impl Inner {
         input: serde_json::Value,
     ) -> (ToolResult, CallRecord) {
         let id = crate::new_id();
+        // A call keeps its run's "this run" answers alive (they end when it is idle).
+        self.spawner.run_grants.touch(&cx.run);
         // The call's span (when exported) starts now; what the call sends on carries its
         // context, or the caller's when nothing is exported.
         let span = self.telemetry.as_ref().map(|t| t.start(cx, &id, tool));

@@ -30,7 +30,15 @@ fn name_matches(pattern: &str, name: &str) -> bool {
 /// The host's own values of the allowlisted variables, read once (`PATH` and `TMPDIR`
 /// are set per command instead).
 pub fn passthrough(cfg: &ProcessConfig) -> BTreeMap<String, String> {
-    std::env::vars().filter(|(k, _)| k != "PATH" && k != "TMPDIR" && listed(cfg, k) && !env_never_passed(k)).collect()
+    std::env::vars()
+        .filter(|(k, _)| {
+            k != "PATH"
+                && k != "TMPDIR"
+                && !crate::policy::process::proxy_env(k)
+                && listed(cfg, k)
+                && !env_never_passed(k)
+        })
+        .collect()
 }
 
 /// Check the request's entries and merge them over `base`.

@@ -255,6 +255,7 @@ impl Spawner {
                 readable: Some(readable.clone()),
                 network: launch.net,
                 system: Some(system),
+                connect: Vec::new(),
                 execute: None,
             };
             let rs = sandbox::ruleset(&plan)
@@ -289,6 +290,7 @@ impl Spawner {
             proc_rights: 0,
             stdin: Some(stdin_r.as_raw_fd()),
             netns,
+            proxy: None,
             die_with_host: true,
         };
         let child = spawn::spawn(&spec)

@@ -38,7 +38,10 @@ mod git;
 pub(crate) mod git_write;
 mod known_safe;
 mod launchers;
+pub mod learned;
 pub(crate) mod mcp_server;
+mod offer;
+pub(crate) mod proxy;
 mod repo_files;
 mod resolve;
 mod rules;
@@ -88,19 +91,69 @@ impl Refusal {
     }
 }
 
-/// How a command earned the right to run, which decides how tightly it is confined.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How much of the machine a command gets, which its rule or a person's answer chose.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Tier {
-    /// A person approved the exact command: it reads what the host's user can, writes
-    /// the workspace, its temp dir and the caches, and may use the network.
-    Approved,
-    /// Nobody was asked (an allow rule, auto-approve): it reads only the system
-    /// directories, the workspace and the toolchains and caches, writes as above, and
-    /// reaches the network only when its rule says `network = true`.
-    Unasked {
-        /// The allow rule grants network access.
-        network: bool,
+    /// Full access, a person's explicit choice for one command: it reads what the
+    /// host's user can, writes the workspace, its temp dir and the caches, and may use
+    /// the whole network.
+    Full,
+    /// Confined (an allow rule, a known-safe command, a remembered answer, a plain
+    /// yes): it reads only the system directories, the workspace and the toolchains and
+    /// caches, writes as above, and reaches only the network `net` names.
+    Confined {
+        /// The network it may reach.
+        net: Net,
     },
+}
+
+/// The network a confined command may reach.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) enum Net {
+    /// None.
+    #[default]
+    None,
+    /// All of it (a rule with `network = true`).
+    All,
+    /// Only these hosts, through the host's proxy, checked as `web_fetch` is.
+    Hosts(Vec<String>),
+}
+
+impl Net {
+    /// A rule's `network` setting.
+    pub fn of(n: &crate::policy::process::RuleNetwork) -> Net {
+        use crate::policy::process::RuleNetwork;
+        match n {
+            RuleNetwork::All(false) => Net::None,
+            RuleNetwork::All(true) => Net::All,
+            RuleNetwork::Hosts(h) => Net::Hosts(h.clone()),
+        }
+    }
+
+    /// What two rules that both match allow together: the narrower.
+    pub fn meet(&self, other: &Net) -> Net {
+        match (self, other) {
+            (Net::None, _) | (_, Net::None) => Net::None,
+            (Net::All, n) | (n, Net::All) => n.clone(),
+            (Net::Hosts(a), Net::Hosts(b)) => {
+                let both: Vec<String> = a.iter().filter(|h| b.contains(h)).cloned().collect();
+                if both.is_empty() { Net::None } else { Net::Hosts(both) }
+            }
+        }
+    }
+
+    /// For records: whether it reaches any network.
+    pub fn any(&self) -> bool {
+        !matches!(self, Net::None)
+    }
+
+    /// The hosts, for records (empty unless [`Net::Hosts`]).
+    pub fn hosts(&self) -> Vec<String> {
+        match self {
+            Net::Hosts(h) => h.clone(),
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// A request that passed the checks, ready to be approved and run.
@@ -128,8 +181,13 @@ pub(crate) struct Prepared {
     pub purpose: String,
     /// What the operator's rules say.
     pub decision: RuleDecision,
-    /// For an allowed command: whether its rule grants the network.
-    pub rule_network: bool,
+    /// For an allowed command: the network its rule grants.
+    pub rule_network: Net,
+    /// For a command that asks: what its card may be answered with (none for a card
+    /// answered once, plainly: the host's git).
+    pub offer: Option<crate::approvals::Offer>,
+    /// The executable, resolved (what remembered answers match on).
+    pub program_id: Option<PathBuf>,
     /// Set when the program could not be found; the run reports `spawn_failed`.
     pub missing: Option<String>,
     /// A Landlock plan of its own instead of the tier's (the host's git); the run adds
@@ -166,6 +224,14 @@ pub(crate) struct Spawner {
     git: crate::policy::git::GitConfig,
     /// The known-safe list in force (empty when `known_safe` is off).
     known_safe: KnownSafe,
+    /// Rules saved by "always" answers.
+    pub(crate) learned: std::sync::Arc<learned::Store>,
+    /// Grants of "this run" answers.
+    pub(crate) run_grants: std::sync::Arc<learned::RunGrants>,
+    /// How long a run may be idle before its "this run" grants end.
+    pub(crate) run_idle: Duration,
+    /// The network guard the proxy for commands with named hosts checks with.
+    pub(crate) egress: Option<std::sync::Arc<crate::egress::Egress>>,
 }
 
 /// `~/x` against the host's home; other entries as written; only absolute results.
@@ -214,7 +280,23 @@ impl Spawner {
             protected,
             cfg,
             git: Default::default(),
+            learned: std::sync::Arc::new(learned::Store::new(state)),
+            run_grants: Default::default(),
+            run_idle: Duration::from_millis(crate::policy::ServeConfig::default().idle_session_ms.max(1000)),
+            egress: None,
         }
+    }
+
+    /// With the network guard that commands granted named hosts are checked by.
+    pub fn with_egress(mut self, egress: std::sync::Arc<crate::egress::Egress>) -> Spawner {
+        self.egress = Some(egress);
+        self
+    }
+
+    /// With the idle window that ends a run's "this run" grants.
+    pub fn with_run_idle(mut self, idle: Duration) -> Spawner {
+        self.run_idle = idle.max(Duration::from_secs(1));
+        self
     }
 
     /// With `workspace_git_write`'s `[git]` settings.
@@ -293,7 +375,7 @@ impl Spawner {
         if decided.decision == RuleDecision::Allow && protected_here {
             tracing::info!(target: "cheng::process", workspace = %root.display(),
                 "the host's configuration or state lies in this workspace: every command asks");
-            decided = rules::Decided { decision: RuleDecision::Prompt, network: false, ruled: true };
+            decided = rules::Decided { decision: RuleDecision::Prompt, network: Net::None, ruled: true };
         }
         if decided.decision == RuleDecision::Forbid {
             return Err(Refusal::new(
@@ -306,7 +388,7 @@ impl Spawner {
         if decided.decision == RuleDecision::Prompt && !decided.ruled && !protected_here && !via_shell {
             known = self.known_safe(&words, &chain, &program, missing.is_none(), &req.env, root);
             if known.is_some() {
-                decided = rules::Decided { decision: RuleDecision::Allow, network: false, ruled: false };
+                decided = rules::Decided { decision: RuleDecision::Allow, network: Net::None, ruled: false };
             }
         }
 
@@ -322,6 +404,19 @@ impl Spawner {
         }
 
         let timeout = Duration::from_millis(req.timeout_ms.unwrap_or(self.cfg.timeout_ms).clamp(1, MAX_TIMEOUT_MS));
+        let program_id = missing.is_none().then(|| ProgramId::of(&program, &words[0])).flatten();
+        let offer = (decided.decision == RuleDecision::Prompt).then(|| {
+            self.offer(offer::Asking {
+                words: &words,
+                chain: &chain,
+                via_shell,
+                program: program_id.as_ref(),
+                root,
+                cwd_abs: &cwd_abs,
+                explicit_prompt: decided.ruled,
+                protected_here,
+            })
+        });
         Ok(Prepared {
             program,
             argv0: words[0].clone(),
@@ -336,6 +431,8 @@ impl Spawner {
             purpose: req.purpose.clone().unwrap_or_default(),
             decision: decided.decision,
             rule_network: decided.network,
+            offer,
+            program_id: program_id.map(|id| id.path),
             missing,
             plan: known.as_ref().map(|(_, plan)| plan.clone()),
             known_safe: known.map(|(entry, _)| entry),
@@ -398,6 +495,7 @@ impl Spawner {
             readable: Some(readable),
             network: false,
             system: None,
+            connect: Vec::new(),
             execute: Some(execute),
         };
         Some((entry, plan))

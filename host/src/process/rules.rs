@@ -10,6 +10,7 @@
 //! through a launcher, and never a command whose program cannot be told from its words
 //! (then the strictest rule of any program its words name applies).
 
+use super::Net;
 use super::launchers::{Chain, Step};
 use super::resolve::{ProgramId, basename};
 use crate::policy::process::{CommandRule, RuleDecision};
@@ -37,12 +38,12 @@ pub(crate) struct Rules {
 }
 
 /// What the rules decided for a command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Decided {
     /// Allow, prompt or forbid.
     pub decision: RuleDecision,
-    /// For an allowed command: whether its rule grants network access.
-    pub network: bool,
+    /// For an allowed command: the network its rule grants.
+    pub network: Net,
     /// Whether an operator rule matched at all (a `prompt` rule is the operator's
     /// decision; the known-safe list applies only where no rule speaks).
     pub ruled: bool,
@@ -102,7 +103,7 @@ impl Rules {
     pub fn decide(&self, chain: &Chain, resolve: Resolver<'_>) -> Decided {
         let mut strictest = RuleDecision::Allow;
         let mut ruled = false;
-        let mut matched_last: Option<(RuleDecision, bool)> = None;
+        let mut matched_last: Option<(RuleDecision, Net)> = None;
         for (i, step) in chain.steps.iter().enumerate() {
             let id = resolve(&step.name);
             let last = i + 1 == chain.steps.len();
@@ -114,10 +115,10 @@ impl Rules {
                 let d = r.rule.decision;
                 ruled = true;
                 if last && chain.unknown.is_none() {
-                    let network = d == RuleDecision::Allow && r.rule.network;
-                    matched_last = Some(match matched_last {
+                    let network = if d == RuleDecision::Allow { Net::of(&r.rule.network) } else { Net::None };
+                    matched_last = Some(match matched_last.take() {
                         Some((prev, net)) if prev > d => (prev, net),
-                        Some((prev, net)) if prev == d => (d, net && network),
+                        Some((prev, net)) if prev == d => (d, net.meet(&network)),
                         _ => (d, network),
                     });
                 } else if d != RuleDecision::Allow {
@@ -131,12 +132,12 @@ impl Rules {
                 ruled = true;
             }
         }
-        let (mut decision, mut network) = matched_last.unwrap_or((RuleDecision::Prompt, false));
+        let (mut decision, mut network) = matched_last.unwrap_or((RuleDecision::Prompt, Net::None));
         if !chain.is_direct() && decision == RuleDecision::Allow {
-            (decision, network) = (RuleDecision::Prompt, false);
+            (decision, network) = (RuleDecision::Prompt, Net::None);
         }
         if strictest > decision {
-            (decision, network) = (strictest, false);
+            (decision, network) = (strictest, Net::None);
         }
         Decided { decision, network, ruled }
     }
@@ -173,7 +174,7 @@ mod tests {
             program: program.into(),
             args: args.iter().map(|s| s.to_string()).collect(),
             decision,
-            network: false,
+            network: Default::default(),
         }
     }
 

@@ -8,12 +8,23 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use super::{Outcome, Prepared, Spawner, Termination, Tier, capture, contain, sandbox, spawn};
+use super::{Net, Outcome, Prepared, Spawner, Termination, Tier, capture, contain, proxy, sandbox, spawn};
 use crate::policy::process::ContainmentChoice;
 
 impl Spawner {
     /// Run a prepared command to its end, its timeout, or `cancel`.
     pub async fn run(&self, p: Prepared, tier: Tier, cancel: &CancellationToken) -> Outcome {
+        self.run_reporting(p, tier, cancel).await.0
+    }
+
+    /// [`Spawner::run`], with the network targets its proxy refused (a command granted
+    /// named hosts), for the call's record.
+    pub async fn run_reporting(
+        &self,
+        p: Prepared,
+        tier: Tier,
+        cancel: &CancellationToken,
+    ) -> (Outcome, Vec<proxy::Refused>) {
         let started = Instant::now();
         let mut outcome = Outcome {
             command_display: p.display.clone(),
@@ -31,8 +42,21 @@ impl Spawner {
         };
         if let Some(why) = p.missing {
             outcome.error = Some(why);
-            return outcome;
+            return (outcome, Vec::new());
         }
+        // Named hosts: a network namespace of its own, whose only way out is the proxy.
+        let hosts = match (&tier, &p.plan) {
+            (Tier::Confined { net: Net::Hosts(h) }, None) => {
+                if spawn::isolation() && self.egress.is_some() {
+                    Some(h.clone())
+                } else {
+                    tracing::warn!(target: "cheng::process",
+                        "named hosts cannot be enforced here (no user namespaces): the command runs without network");
+                    None
+                }
+            }
+            _ => None,
+        };
         let id = crate::new_id();
         // A private temporary directory, removed afterwards.
         let tmp = std::env::temp_dir().join(format!("cheng-cmd-{}-{id}", std::process::id()));
@@ -40,7 +64,7 @@ impl Spawner {
             Ok(g) => g,
             Err(e) => {
                 outcome.error = Some(format!("cannot create the command's temporary directory: {e}"));
-                return outcome;
+                return (outcome, Vec::new());
             }
         };
         let mech = match self.cfg.containment {
@@ -51,7 +75,7 @@ impl Spawner {
             Ok(c) => c,
             Err(e) => {
                 outcome.error = Some(format!("cannot set up process containment: {e}"));
-                return outcome;
+                return (outcome, Vec::new());
             }
         };
         let mut ruleset = None;
@@ -71,14 +95,26 @@ impl Spawner {
                     own.writable.push(tmp.clone());
                     own
                 }
-                (None, Tier::Approved) => {
-                    sandbox::Plan { writable, readable: None, network: true, system: None, execute: None }
-                }
-                (None, Tier::Unasked { network }) => {
+                (None, Tier::Full) => sandbox::Plan {
+                    writable,
+                    readable: None,
+                    network: true,
+                    connect: Vec::new(),
+                    system: None,
+                    execute: None,
+                },
+                (None, Tier::Confined { net }) => {
                     // The program itself runs from where it was found (a rule named it).
                     let home = p.program.parent().map(std::path::Path::to_path_buf);
                     let readable = writable.iter().chain(&self.readable).chain(home.as_ref()).cloned().collect();
-                    sandbox::Plan { writable, readable: Some(readable), network, system: None, execute: None }
+                    sandbox::Plan {
+                        writable,
+                        readable: Some(readable),
+                        network: matches!(net, Net::All),
+                        connect: if hosts.is_some() { vec![proxy::PORT] } else { Vec::new() },
+                        system: None,
+                        execute: None,
+                    }
                 }
             };
             proc_rights = sandbox::proc_rights(&plan);
@@ -86,15 +122,26 @@ impl Spawner {
                 Ok(rs) => ruleset = Some(rs),
                 Err(e) => {
                     outcome.error = Some(format!("cannot build the Landlock ruleset: {e}"));
-                    return outcome;
+                    return (outcome, Vec::new());
                 }
             }
         }
 
         let mut argv = vec![p.argv0.clone()];
         argv.extend(p.args.iter().cloned());
-        let mut env = p.env.clone();
+        let mut env: Vec<(String, String)> =
+            p.env.iter().filter(|(k, _)| !crate::policy::process::proxy_env(k)).cloned().collect();
         env.push(("TMPDIR".into(), tmp.to_string_lossy().into_owned()));
+        let handover = match hosts.as_ref().map(|_| proxy::handover()).transpose() {
+            Ok(h) => h,
+            Err(e) => {
+                outcome.error = Some(format!("cannot set up the command's network proxy: {e}"));
+                return (outcome, Vec::new());
+            }
+        };
+        if hosts.is_some() {
+            env.extend(proxy::env());
+        }
         let landlock_fd: Option<OwnedFd> = ruleset.and_then(|rs| rs.into());
         let spec = spawn::ChildSpec {
             program: &p.program,
@@ -105,7 +152,8 @@ impl Spawner {
             landlock: landlock_fd.as_ref().map(|f| f.as_raw_fd()),
             proc_rights,
             stdin: None,
-            netns: false,
+            netns: hosts.is_some(),
+            proxy: handover.as_ref().map(|(_, theirs)| theirs.as_raw_fd()),
             die_with_host: false,
         };
         let child = match spawn::spawn(&spec) {
@@ -118,10 +166,24 @@ impl Spawner {
                 };
                 outcome.error = Some(format!("`{}` could not be started: {e}{hint}", p.display));
                 outcome.duration_ms = started.elapsed().as_millis() as u64;
-                return outcome;
+                return (outcome, Vec::new());
             }
         };
         drop(landlock_fd);
+        // The proxy, on the socket the init opened in the command's namespace.
+        let proxy = match (handover, hosts, &self.egress) {
+            (Some((ours, theirs)), Some(hosts), Some(egress)) => {
+                drop(theirs);
+                match proxy::receive(&ours).and_then(|l| proxy::Proxy::start(l, egress.clone(), &hosts)) {
+                    Ok(px) => Some(px),
+                    Err(e) => {
+                        tracing::warn!(target: "cheng::process", "the command's proxy could not start: {e}; it has no network");
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
         let mut reaper = spawn::Reaper::new(child.pidfd, child.init);
         let mut tree = contain::Tree::new(child.pid, cgroup);
         let cap = self.cfg.output_bytes;
@@ -208,7 +270,8 @@ impl Spawner {
                 None => Termination::Signalled,
             },
         };
-        outcome
+        let refused = proxy.map(|px| px.refused()).unwrap_or_default();
+        (outcome, refused)
     }
 }
 

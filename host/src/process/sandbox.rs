@@ -102,6 +102,9 @@ pub struct Plan {
     pub readable: Option<Vec<PathBuf>>,
     /// Whether it may bind and connect TCP sockets.
     pub network: bool,
+    /// Without `network`: TCP ports it may still connect to (the proxy of a command
+    /// granted named hosts, in its own network namespace).
+    pub connect: Vec<u16>,
     /// The system trees it reads besides `readable` (when that is `Some`): `None` for
     /// [`SYSTEM_READABLE`].
     pub system: Option<Vec<PathBuf>>,
@@ -130,6 +133,11 @@ pub fn ruleset(plan: &Plan) -> Result<RulesetCreated, String> {
         attr = attr.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp).map_err(e)?;
     }
     let mut rs = attr.scope(scopes).map_err(e)?.create().map_err(e)?;
+    if !plan.network {
+        for port in &plan.connect {
+            rs = rs.add_rule(landlock::NetPort::new(*port, AccessNet::ConnectTcp)).map_err(e)?;
+        }
+    }
     match &plan.readable {
         None => rs = rs.add_rule(PathBeneath::new(PathFd::new("/").map_err(|x| x.to_string())?, read)).map_err(e)?,
         Some(dirs) => {

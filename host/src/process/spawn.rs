@@ -65,6 +65,10 @@ pub struct ChildSpec<'a> {
     pub stdin: Option<RawFd>,
     /// Start in a new network namespace, with only loopback (brought up).
     pub netns: bool,
+    /// With `netns`, when isolated: the init's end of a Unix socket pair on which it
+    /// sends a TCP socket listening on `127.0.0.1:`[`super::proxy::PORT`] in the new
+    /// namespace, for the host to serve the command's proxy on.
+    pub proxy: Option<RawFd>,
     /// Killed (`SIGKILL`) when the thread that started it ends, even where the child
     /// cannot be isolated: a long-lived server must not outlive the host. (An isolated
     /// child always is.)
@@ -170,6 +174,7 @@ pub(crate) fn start_true(netns: bool, isolated: bool) -> io::Result<bool> {
         proc_rights: 0,
         stdin: None,
         netns,
+        proxy: None,
         die_with_host: true,
     };
     let c = if isolated { spawn_isolated(&spec)? } else { spawn(&spec)? };
@@ -353,6 +358,7 @@ fn spawn_isolated(spec: &ChildSpec<'_>) -> io::Result<Child> {
             landlock: spec.landlock.unwrap_or(-1),
             proc_rights: spec.proc_rights,
             netns: spec.netns,
+            proxy: spec.proxy.unwrap_or(-1),
             uid_map: Line::new(format_args!("{uid} {uid} 1\n")),
             gid_map: Line::new(format_args!("{gid} {gid} 1\n")),
         },
@@ -463,6 +469,7 @@ struct InitData {
     landlock: RawFd,
     proc_rights: u64,
     netns: bool,
+    proxy: RawFd,
     uid_map: Line,
     gid_map: Line,
 }
@@ -525,6 +532,50 @@ unsafe fn bring_lo_up(ifreq: *const IfReq) -> bool {
     }
 }
 
+/// Open a TCP socket listening on `127.0.0.1:`[`super::proxy::PORT`] in this (new)
+/// network namespace and send it on `to` (`SCM_RIGHTS`), then close it here.
+///
+/// SAFETY: raw system calls only, on stack buffers.
+unsafe fn send_listener(to: RawFd) -> bool {
+    // SAFETY: socket, bind, listen and sendmsg over local structures, as documented.
+    unsafe {
+        let sock = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if sock < 0 {
+            return false;
+        }
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as libc::sa_family_t;
+        addr.sin_port = super::proxy::PORT.to_be();
+        addr.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+        let ok = libc::bind(
+            sock,
+            (&addr as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        ) == 0
+            && libc::listen(sock, 128) == 0;
+        if !ok {
+            libc::close(sock);
+            return false;
+        }
+        let mut byte = [0u8; 1];
+        let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
+        let mut space = [0u64; 4];
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = space.as_mut_ptr().cast();
+        msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) as usize;
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), sock);
+        let sent = libc::sendmsg(to, &msg, libc::MSG_NOSIGNAL) == 1;
+        libc::close(sock);
+        sent
+    }
+}
+
 /// The isolated child's pid 1: raw system calls only (it shares the host's memory, and
 /// runs beside it), every signal blocked throughout. Never returns.
 extern "C" fn init_main(arg: *mut libc::c_void) -> libc::c_int {
@@ -581,6 +632,9 @@ extern "C" fn init_main(arg: *mut libc::c_void) -> libc::c_int {
             }
         }
         if d.netns && !bring_lo_up(&s.ifreq) {
+            fail_with(d.fail);
+        }
+        if d.netns && d.proxy >= 0 && !send_listener(d.proxy) {
             fail_with(d.fail);
         }
         // Ends with the host's thread that started it; the namespace ends with it.

@@ -126,6 +126,34 @@ pub struct CallRecord {
     pub started_at_ms: u64,
 }
 
+/// The record of something an operator did outside a tool call (`tool` names it, such
+/// as `cheng.rules.revoke`), for the audit log: run and role `operator`, status ok.
+pub fn operator_record(
+    tool: &str,
+    workspace: String,
+    arguments: serde_json::Value,
+    result: serde_json::Value,
+) -> CallRecord {
+    CallRecord {
+        id: crate::new_id(),
+        run: "operator".into(),
+        role: "operator".into(),
+        workspace,
+        tool: tool.into(),
+        arguments,
+        status: Status::Ok,
+        preview: preview(&result),
+        duration_ms: 0.0,
+        result,
+        error_kind: None,
+        approvals: Vec::new(),
+        denials: Vec::new(),
+        requests: Vec::new(),
+        unasked: Vec::new(),
+        started_at_ms: crate::unix_ms(),
+    }
+}
+
 /// A command a call ran without asking anyone: no card was shown, and it ran in the
 /// confined tier (reading only the system, the workspace and the toolchains).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -133,9 +161,11 @@ pub struct UnaskedRecord {
     /// The command as shown to people.
     pub command: String,
     /// Why nobody was asked: `known_safe` (on the known-safe list of read-only programs
-    /// and argument forms) or `rule` (an operator's allow rule).
+    /// and argument forms), `rule` (an operator's allow rule), `run` (a person's answer
+    /// "for this run") or `learned` (a learned rule, saved by an answer "always").
     pub by: String,
-    /// The known-safe entry that admitted it (`ls`, `git status`).
+    /// The known-safe entry (`ls`, `git status`) or the remembered answer's rule id
+    /// that admitted it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entry: Option<String>,
     /// The tier it ran at: always `confined`.
@@ -143,6 +173,9 @@ pub struct UnaskedRecord {
     /// Whether its rule let it use the network.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub network: bool,
+    /// The hosts it could reach, when its rule names hosts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
 }
 
 /// One network request of a call, as its record keeps it.

@@ -368,13 +368,16 @@ impl Spawner {
             timeout,
             purpose: String::new(),
             decision: RuleDecision::Allow,
-            rule_network: false,
+            rule_network: Default::default(),
+            offer: None,
+            program_id: None,
             missing: None,
             plan: Some(sandbox::Plan {
                 writable: Vec::new(),
                 readable: Some(Vec::new()),
                 network: false,
                 system: None,
+                connect: Vec::new(),
                 execute: Some(execute.to_vec()),
             }),
             known_safe: None,
@@ -385,7 +388,11 @@ impl Spawner {
                     .enable_all()
                     .build()
                     .map_err(|e| format!("cannot start a runtime for `{display}`: {e}"))?;
-                Ok(rt.block_on(self.run(prepared, Tier::Unasked { network: false }, &CancellationToken::new())))
+                Ok(rt.block_on(self.run(
+                    prepared,
+                    Tier::Confined { net: Default::default() },
+                    &CancellationToken::new(),
+                )))
             })
             .join()
         });
@@ -538,6 +545,7 @@ impl Spawner {
             readable: Some(vec![root.to_path_buf()]),
             network: false,
             system: None,
+            connect: Vec::new(),
             execute: Some(git_bin.execute.clone()),
         };
 
@@ -574,7 +582,9 @@ impl Spawner {
             timeout,
             purpose: req.purpose.clone().unwrap_or_default(),
             decision,
-            rule_network: false,
+            rule_network: Default::default(),
+            offer: None,
+            program_id: None,
             missing: None,
             plan: Some(plan),
             known_safe: None,
@@ -610,7 +620,7 @@ mod tests {
             if !limited {
                 p.prepared.plan.as_mut().unwrap().execute = None;
             }
-            let out = spawner.run(p.prepared, Tier::Approved, &tokio_util::sync::CancellationToken::new()).await;
+            let out = spawner.run(p.prepared, Tier::Full, &tokio_util::sync::CancellationToken::new()).await;
             assert_eq!(marker.exists(), !limited, "limited={limited}: {out:?}");
             if limited {
                 assert_ne!(out.exit_code, Some(0), "{out:?}");

@@ -48,7 +48,7 @@ impl Host for ChengView<'_> {
         let allowed = (prepared.decision == RuleDecision::Allow).then(|| {
             tracing::info!(target: "cheng::process", run = %scope.cx.run, operation = name,
                 repository = %repo.top.display(), "git operation allowed by an operator rule without asking");
-            Tier::Unasked { network: false }
+            Tier::Confined { net: Default::default() }
         });
         let out = approve_and_run(self, prepared, allowed, summary, detail).await?;
         // Read again afterwards, by the same rules (what cannot be read is left out).

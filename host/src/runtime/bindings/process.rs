@@ -10,10 +10,12 @@ use std::time::Instant;
 use super::generated::cheng::tool::process::{CommandOutcome, CommandRequest, Host};
 use super::generated::cheng::tool::types::Failure;
 use super::{ChengView, ImportError, denied, failure, refused};
+use crate::approvals::{Scope, Tier as ApprovalTier};
 use crate::call::{Answer, CallScope, say, why_not};
 use crate::capability;
 use crate::policy::process::RuleDecision;
-use crate::process::{self as proc_, Outcome, Prepared, Tier};
+use crate::process::learned::Remembered;
+use crate::process::{self as proc_, Net, Outcome, Prepared, Tier};
 use cheng_contract::ErrorKind;
 
 /// A request the command policy refused (recorded as a denial), or one that cannot be
@@ -27,10 +29,12 @@ pub(super) fn refusal(scope: &CallScope, shown: &str, r: proc_::Refusal) -> Fail
 }
 
 /// The sequence every command source shares once its request is prepared: the tier it
-/// runs at — `allowed` when an operator rule let it run without asking, else a
-/// person's answer to the card (a refusal, a timeout or nobody to ask is a failure,
-/// recorded as a denial) — then the command, counted on the call while it runs. Time
-/// spent waiting is taken off the CPU budget.
+/// runs at — `allowed` when an operator rule or a remembered answer let it run without
+/// asking, else a person's answer to the card (a refusal, a timeout or nobody to ask is
+/// a failure, recorded as a denial) — then the command, counted on the call while it
+/// runs. A yes "for this run" or "always" is remembered (an "always" saved as a learned
+/// rule, noted on the approval's record); targets the command's proxy refused are
+/// recorded as network denials. Time spent waiting is taken off the CPU budget.
 pub(super) async fn approve_and_run(
     view: &mut ChengView<'_>,
     prepared: Prepared,
@@ -41,16 +45,42 @@ pub(super) async fn approve_and_run(
     let caps = view.caps()?;
     let scope = &caps.scope;
     let started = Instant::now();
+    let mut asked_confined = None;
     let tier = match allowed {
         Some(tier) => tier,
         None => {
-            let card = scope.card(summary, detail, prepared.purpose.clone());
+            let mut card = scope.card(summary, detail, prepared.purpose.clone());
+            if let Some(offer) = &prepared.offer {
+                card = card.with_offer(offer.clone());
+            }
             let display = &prepared.display;
             let answer = scope.ask(&caps.broker, card, |d| capability::approval(display, why_not(d))).await;
             match answer {
-                Answer::Go { asked: true } => Tier::Approved,
-                // Approved without asking anyone: no person saw the command.
-                Answer::Go { asked: false } => Tier::Unasked { network: false },
+                Answer::Go { asked, granted, id } => {
+                    if asked && granted.scope.is_some_and(|s| s != Scope::Once) {
+                        let by = scope.answered_by(&id).unwrap_or_default();
+                        match caps.spawner.remember(&prepared, &scope.cx.run, &granted, &id, &by) {
+                            Ok(Some(rule)) if granted.scope == Some(Scope::Always) => {
+                                tracing::info!(target: "approvals", rule = %rule.id, card = %id, by = %by,
+                                    text = %cheng_contract::text::escape_line(&rule.text), "learned rule saved");
+                                scope.approval_saved_rule(&id, &rule.id);
+                            }
+                            Ok(_) => {}
+                            Err(e) => {
+                                tracing::warn!(target: "approvals", card = %id, "the answer could not be remembered: {e}")
+                            }
+                        }
+                    }
+                    let tier = match (granted.tier, granted.hosts) {
+                        (Some(ApprovalTier::Full), _) => Tier::Full,
+                        (Some(ApprovalTier::Hosts), Some(h)) => Tier::Confined { net: Net::Hosts(h) },
+                        _ => Tier::Confined { net: Net::None },
+                    };
+                    if asked && tier != Tier::Full {
+                        asked_confined = Some(());
+                    }
+                    tier
+                }
                 Answer::Cancelled => {
                     view.ctx.budget.add_wait(started.elapsed());
                     return Err(failure(ErrorKind::Cancelled, say::cancelled_waiting("nothing ran")));
@@ -63,8 +93,18 @@ pub(super) async fn approve_and_run(
         }
     };
     scope.commands(1);
-    let out = caps.spawner.run(prepared, tier, &scope.cx.cancel).await;
+    let (mut out, refused) = caps.spawner.run_reporting(prepared, tier, &scope.cx.cancel).await;
     scope.commands(-1);
+    for r in refused {
+        scope.deny(capability::command_network(&r.target, &r.why));
+    }
+    if asked_confined.is_some() && out.exit_code.is_some_and(|c| c != 0) {
+        out.stderr.push_str(
+            "\n[cheng] This command ran confined: it read only the system, the workspace and its toolchains, and \
+             reached only the hosts it was granted. If it failed for that, ask again: the person can grant named \
+             hosts or full access for one command.\n",
+        );
+    }
     view.ctx.budget.add_wait(started.elapsed());
     Ok(out)
 }
@@ -77,8 +117,8 @@ impl Host for ChengView<'_> {
         let request = proc_::Request::from(req);
         let shown = request.shell_string.as_deref().unwrap_or(&request.command);
         let prepared = caps.spawner.prepare(&caps.guard, &request).map_err(|r| refusal(scope, shown, r))?;
-        let allowed = (prepared.decision == RuleDecision::Allow).then(|| {
-            let command = cheng_contract::text::escape_line(&prepared.display);
+        let command = cheng_contract::text::escape_line(&prepared.display);
+        let allowed = if prepared.decision == RuleDecision::Allow {
             match &prepared.known_safe {
                 Some(entry) => tracing::info!(target: "cheng::process", run = %scope.cx.run, %command, entry = %entry,
                     "known-safe: run without asking, confined and read-only"),
@@ -90,10 +130,33 @@ impl Host for ChengView<'_> {
                 by: if prepared.known_safe.is_some() { "known_safe" } else { "rule" }.into(),
                 entry: prepared.known_safe.clone(),
                 tier: "confined".into(),
-                network: prepared.rule_network,
+                network: prepared.rule_network.any(),
+                hosts: prepared.rule_network.hosts(),
             });
-            Tier::Unasked { network: prepared.rule_network }
-        });
+            Some(Tier::Confined { net: prepared.rule_network.clone() })
+        } else if let Some((by, rule)) = caps.spawner.remembered(&prepared, &scope.cx.run) {
+            tracing::info!(target: "cheng::process", run = %scope.cx.run, %command, rule = %rule.id, by = by.as_str(),
+                "admitted by a remembered answer without asking");
+            if by == Remembered::Learned {
+                let (store, id) = (caps.spawner.learned.clone(), rule.id.clone());
+                let counted = tokio::task::spawn_blocking(move || store.matched(&id, crate::unix_ms())).await;
+                if let Ok(Err(e)) = counted {
+                    tracing::warn!(target: "cheng::process", rule = %rule.id, "the rule's match was not counted: {e}");
+                }
+            }
+            scope.unasked(crate::records::UnaskedRecord {
+                command,
+                by: by.as_str().into(),
+                entry: Some(rule.id.clone()),
+                tier: "confined".into(),
+                network: !rule.hosts.is_empty(),
+                hosts: rule.hosts.clone(),
+            });
+            let net = if rule.hosts.is_empty() { Net::None } else { Net::Hosts(rule.hosts) };
+            Some(Tier::Confined { net })
+        } else {
+            None
+        };
         let (summary, detail) = proc_::card(&prepared);
         Ok(approve_and_run(self, prepared, allowed, summary, detail).await?.into())
     }
