@@ -63,6 +63,12 @@ async def run(args):
         seen["elicitations"].append(params.message)
         if args.answer == "accept":
             return mcp.types.ElicitResult(action="accept", content={"approve": True})
+        if args.answer in ("run", "always"):
+            return mcp.types.ElicitResult(action="accept", content={"approve": True, "scope": args.answer})
+        if args.answer.startswith("message:"):
+            return mcp.types.ElicitResult(
+                action="accept", content={"approve": False, "message": args.answer[len("message:"):]}
+            )
         return mcp.types.ElicitResult(action="decline")
 
     async def progress(progress, total, message):
@@ -134,6 +140,9 @@ async def run(args):
             out["echo"] = structured(await client.call_tool("every__echo", {"message": "through cheng serve"}))
         elif args.scenario == "approve":
             out["result"] = structured(await client.call_tool("workspace_shell", {"command": "echo", "args": ["approved"]}))
+        elif args.scenario == "approve_twice":
+            out["result"] = structured(await client.call_tool("workspace_shell", {"command": "echo", "args": ["approved"]}))
+            out["again"] = structured(await client.call_tool("workspace_shell", {"command": "echo", "args": ["approved"]}))
         else:
             raise SystemExit(f"unknown scenario {args.scenario}")
     out.update(seen)

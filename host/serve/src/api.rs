@@ -6,7 +6,10 @@
 //! | `GET /health` | `pendingApprovals`, `activeRuns`, uptime, version, confinement, audit log state, the last minute's calls, errors and median time |
 //! | `GET /api/runs`, `GET /api/runs/{id}` | each run's status (`running`, `awaiting-approval`, `idle`), role, calls; one run's todo list and recent calls |
 //! | `GET /api/approvals` | the requests waiting, oldest first |
-//! | `POST /api/approvals/{id}` | `{"decision": "approve" \| "decline"}`: first answer wins; later: 409 |
+//! | `POST /api/approvals/{id}` | `{"decision": "approve" \| "decline"}`, and for a yes `scope` (`once`, `run`, `always`), `tier` (`confined`, `hosts`, `full`), `hosts`, `prefix`, `every_workspace`, `expires_in_ms`; for a no `message`: first answer wins; later: 409; one the card does not offer: 422 |
+//! | `POST /api/runs/{id}/approvals` | the same body, answering every request the run waits on: `{"answered": [ids]}` |
+//! | `GET /api/rules` | the learned rules: each one's rule in words, who saved it from which card, when, its matches and last match |
+//! | `DELETE /api/rules/{id}` | revoke one (recorded in the audit log); 404 when there is none |
 //! | `GET /api/approvals/history` | requests no longer waiting, newest first: who asked, the outcome, who answered, the wait; `decision`, `run`, `before`, `limit` |
 //! | `GET /api/records` | the audit log, newest first: `tool`, `status`, `run`, `since`, `before`, `limit` |
 //! | `GET /api/records/{id}` | one call's record whole: arguments, result, denials, approvals, requests |
@@ -33,7 +36,7 @@ use serde_json::{Value, json};
 
 use super::tokens::Principal;
 use cheng_host::Host;
-use cheng_host::approvals::{Answered, ApprovalEvent};
+use cheng_host::approvals::{Answer, Answered, ApprovalEvent, Decision, Route, Scope, Tier};
 use cheng_host::records::{Filter, Status};
 
 /// The console's Content-Security-Policy.
@@ -53,6 +56,9 @@ pub(crate) fn routes(host: Host) -> axum::Router {
         .route("/api/approvals", get(approvals))
         .route("/api/approvals/{id}", post(answer))
         .route("/api/approvals/history", get(history))
+        .route("/api/runs/{id}/approvals", post(answer_run))
+        .route("/api/rules", get(rules))
+        .route("/api/rules/{id}", axum::routing::delete(revoke_rule))
         .route("/api/records", get(records))
         .route("/api/records/{id}", get(record))
         .route("/api/events", get(events))
@@ -239,8 +245,58 @@ async fn record(State(host): State<Host>, Path(id): Path<String>) -> Response {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct AnswerBody {
     decision: String,
+    #[serde(default)]
+    scope: Option<String>,
+    #[serde(default)]
+    tier: Option<String>,
+    #[serde(default)]
+    hosts: Option<Vec<String>>,
+    #[serde(default)]
+    prefix: Option<usize>,
+    #[serde(default)]
+    every_workspace: bool,
+    #[serde(default)]
+    expires_in_ms: Option<u64>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+fn bad_request(e: impl Into<String>) -> Response {
+    (StatusCode::BAD_REQUEST, Json(json!({"error": e.into()}))).into_response()
+}
+
+/// The answer in a body, or why it is not one.
+fn answer_of(body: Result<Json<AnswerBody>, axum::extract::rejection::JsonRejection>) -> Result<Answer, String> {
+    let usage = "send {\"decision\": \"approve\"} or {\"decision\": \"decline\"}, with for a yes \
+                 \"scope\": \"once\"|\"run\"|\"always\", \"tier\": \"confined\"|\"hosts\"|\"full\", \"hosts\": [..], \
+                 \"prefix\": N, \"every_workspace\", \"expires_in_ms\"; for a no \"message\"";
+    let Json(b) = body.map_err(|e| format!("{e}; {usage}"))?;
+    let decision = match b.decision.as_str() {
+        "approve" => Decision::Approved,
+        "decline" => Decision::Declined,
+        _ => return Err(usage.into()),
+    };
+    let scope = match b.scope.as_deref() {
+        None => Scope::Once,
+        Some(s) => Scope::parse(s).ok_or_else(|| format!("scope \"{s}\": {usage}"))?,
+    };
+    let tier = match b.tier.as_deref() {
+        None => None,
+        Some(t) => Some(Tier::parse(t).ok_or_else(|| format!("tier \"{t}\": {usage}"))?),
+    };
+    Ok(Answer {
+        decision,
+        scope,
+        tier,
+        hosts: b.hosts,
+        prefix: b.prefix,
+        every_workspace: b.every_workspace,
+        expires_in_ms: b.expires_in_ms,
+        message: b.message,
+    })
 }
 
 async fn answer(
@@ -249,16 +305,13 @@ async fn answer(
     axum::Extension(who): axum::Extension<Principal>,
     body: Result<Json<AnswerBody>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
-    let approve = match body.as_ref().map(|b| b.decision.as_str()) {
-        Ok("approve") => true,
-        Ok("decline") => false,
-        _ => {
-            let e = json!({"error": "send {\"decision\": \"approve\"} or {\"decision\": \"decline\"}"});
-            return (StatusCode::BAD_REQUEST, Json(e)).into_response();
-        }
+    let answer = match answer_of(body) {
+        Ok(a) => a,
+        Err(e) => return bad_request(e),
     };
     let by = format!("operator:{}", who.name);
-    match host.approvals().answer_by(&id, approve, &by) {
+    let approve = answer.decision == Decision::Approved;
+    match host.approvals().answer_with(&id, answer, &by, Route::Operator) {
         Answered::Applied => {
             let decision = if approve { "approved" } else { "declined" };
             (StatusCode::OK, Json(json!({"id": id, "decision": decision, "answered_by": by}))).into_response()
@@ -270,6 +323,46 @@ async fn answer(
         Answered::Unknown => {
             (StatusCode::NOT_FOUND, Json(json!({"error": format!("no approval request \"{id}\"")}))).into_response()
         }
+        Answered::Invalid(why) => (StatusCode::UNPROCESSABLE_ENTITY, Json(json!({"error": why}))).into_response(),
+    }
+}
+
+/// `POST /api/runs/{id}/approvals`: one answer for every request the run waits on.
+async fn answer_run(
+    State(host): State<Host>,
+    Path(run): Path<String>,
+    axum::Extension(who): axum::Extension<Principal>,
+    body: Result<Json<AnswerBody>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let answer = match answer_of(body) {
+        Ok(a) => a,
+        Err(e) => return bad_request(e),
+    };
+    let by = format!("operator:{}", who.name);
+    let answered = host.approvals().answer_run(&run, &answer, &by, Route::Operator);
+    Json(json!({"run": run, "answered": answered, "answered_by": by})).into_response()
+}
+
+/// `GET /api/rules`.
+async fn rules(State(host): State<Host>) -> Response {
+    match host.learned_rules() {
+        Ok(list) => Json(json!({"rules": shown(json!(list))})).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": e.to_string()}))).into_response(),
+    }
+}
+
+/// `DELETE /api/rules/{id}`.
+async fn revoke_rule(
+    State(host): State<Host>,
+    Path(id): Path<String>,
+    axum::Extension(who): axum::Extension<Principal>,
+) -> Response {
+    match host.revoke_rule(&id, &format!("operator:{}", who.name)) {
+        Ok(Some(rule)) => Json(json!({"revoked": shown(json!(rule))})).into_response(),
+        Ok(None) => {
+            (StatusCode::NOT_FOUND, Json(json!({"error": format!("no learned rule \"{id}\"")}))).into_response()
+        }
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": e.to_string()}))).into_response(),
     }
 }
 
@@ -324,9 +417,9 @@ fn approval_events(ev: ApprovalEvent) -> Vec<Value> {
             json!({"event": "run_status", "run": request.run, "status": "awaiting-approval"}),
             json!({"event": "approval_requested", "request": request, "timeout_ms": timeout_ms}),
         ],
-        ApprovalEvent::Resolved { id, run, decision, waited_ms, answered_by } => vec![
+        ApprovalEvent::Resolved { id, run, decision, waited_ms, answered_by, scope, tier } => vec![
             json!({"event": "approval_resolved", "id": id, "run": run, "decision": decision, "waited_ms": waited_ms,
-                   "answered_by": answered_by}),
+                   "answered_by": answered_by, "scope": scope, "tier": tier}),
             json!({"event": "run_status", "run": run, "status": "running"}),
         ],
     }

@@ -97,6 +97,7 @@ async fn run(cli: Cli) -> Result<u8> {
         Command::Mcp { action } => cli::mcp::run(&cli, &config, &state, &host, action).await,
         // Answered by `offline`, before a host started.
         Command::Records { .. }
+        | Command::Rules { .. }
         | Command::Settings { .. }
         | Command::Plugin { .. }
         | Command::Token { .. }

@@ -11,8 +11,13 @@
 //! each answer is recorded as `socket:uid <n>`.
 //!
 //! The protocol is one JSON line each way: `{"op": "list"}` answers with the pending
-//! requests; `{"op": "answer", "id": "…", "approve": true}` with
-//! `{"result": "applied" | "too_late" | "unknown"}`.
+//! requests; `{"op": "answer", "id": "…", "answer": {…}}` (an
+//! [`cheng_host::approvals::Answer`]: `decision`, and `scope`, `tier`, `hosts`,
+//! `prefix`, `every_workspace`, `expires_in_ms`, `message`; or the older `"approve":
+//! true`) with `{"result": "applied" | "too_late" | "unknown"}` or `{"error": …}` for
+//! an answer the card does not offer; `{"op": "answer_run", "run": "…", "answer": {…}}`
+//! answers every request of one run, with `{"answered": [ids]}`. Answers here are the
+//! operator's: they may pick "always" and full access.
 
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -23,7 +28,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio_util::sync::CancellationToken;
 
 use cheng_host::Host;
-use cheng_host::approvals::Answered;
+use cheng_host::approvals::{Answer, Answered, Route};
 
 /// The directory of the servers' sockets in `state_dir`.
 pub fn dir(state_dir: &Path) -> PathBuf {
@@ -125,22 +130,43 @@ async fn handle(host: Host, stream: UnixStream, uid: u32) -> std::io::Result<()>
     let reply = match serde_json::from_str::<Value>(&line) {
         Ok(req) => match req["op"].as_str() {
             Some("list") => json!({"pending": host.approvals().pending()}),
-            Some("answer") => match (req["id"].as_str(), req["approve"].as_bool()) {
-                (Some(id), Some(approve)) => {
-                    let result = match host.approvals().answer_by(id, approve, &format!("socket:uid {uid}")) {
-                        Answered::Applied => "applied",
-                        Answered::TooLate => "too_late",
-                        Answered::Unknown => "unknown",
-                    };
-                    json!({"result": result})
+            Some("answer") => match (req["id"].as_str(), answer_of(&req)) {
+                (Some(id), Ok(answer)) => {
+                    match host.approvals().answer_with(id, answer, &format!("socket:uid {uid}"), Route::Operator) {
+                        Answered::Applied => json!({"result": "applied"}),
+                        Answered::TooLate => json!({"result": "too_late"}),
+                        Answered::Unknown => json!({"result": "unknown"}),
+                        Answered::Invalid(why) => json!({"error": why}),
+                    }
                 }
-                _ => json!({"error": "answer needs \"id\" and \"approve\""}),
+                (None, _) => json!({"error": "answer needs \"id\""}),
+                (_, Err(why)) => json!({"error": why}),
             },
-            _ => json!({"error": "op must be \"list\" or \"answer\""}),
+            Some("answer_run") => match (req["run"].as_str(), answer_of(&req)) {
+                (Some(run), Ok(answer)) => {
+                    let by = format!("socket:uid {uid}");
+                    json!({"answered": host.approvals().answer_run(run, &answer, &by, Route::Operator)})
+                }
+                (None, _) => json!({"error": "answer_run needs \"run\""}),
+                (_, Err(why)) => json!({"error": why}),
+            },
+            _ => json!({"error": "op must be \"list\", \"answer\" or \"answer_run\""}),
         },
         Err(e) => json!({"error": format!("not a JSON request: {e}")}),
     };
     write.write_all(format!("{reply}\n").as_bytes()).await
+}
+
+/// The answer in a request: `answer` (an [`Answer`]), or the older `approve: bool`.
+fn answer_of(req: &Value) -> Result<Answer, String> {
+    if let Some(a) = req.get("answer") {
+        return serde_json::from_value(a.clone()).map_err(|e| format!("\"answer\" is not an answer: {e}"));
+    }
+    match req["approve"].as_bool() {
+        Some(true) => Ok(Answer::yes()),
+        Some(false) => Ok(Answer::no()),
+        None => Err("answer needs \"answer\" (or \"approve\": true|false)".into()),
+    }
 }
 
 /// Why the CLI's request could not be made.
@@ -174,6 +200,11 @@ pub async fn request(state_dir: &Path, req: &Value) -> Result<Value, ClientError
     }
     if let Some(e) = replies.iter().find(|r| r.get("error").is_some()) {
         return Ok(e.clone());
+    }
+    if req["op"] == "answer_run" {
+        let answered: Vec<Value> =
+            replies.iter().flat_map(|r| r["answered"].as_array().cloned().unwrap_or_default()).collect();
+        return Ok(json!({"answered": answered}));
     }
     if req["op"] == "list" {
         let pending: Vec<Value> =

@@ -88,15 +88,51 @@ pub enum Command {
     },
     /// List the approval requests a running `cheng serve` waits on (over its socket).
     Approvals,
-    /// Approve a pending request of a running `cheng serve`.
+    /// Approve a pending request of a running `cheng serve`: confined, with the hosts
+    /// its card proposes, unless told otherwise.
     Approve {
-        /// The request's id (from `cheng approvals`).
+        /// The request's id (from `cheng approvals`); with `--all-of-run`, a run's id.
         id: String,
+        /// How long the answer holds: `once` (the default), `run` (the same command
+        /// prefix for the rest of this run), `always` (saved as a learned rule).
+        #[arg(long = "for", value_name = "SCOPE", default_value = "once", value_parser = ["once", "run", "always"])]
+        scope: String,
+        /// The tier: `confined`, `hosts` (confined + the hosts given or proposed), or
+        /// `full` (everything the host's user can read, the whole network; once only).
+        #[arg(long, value_parser = ["confined", "hosts", "full"])]
+        tier: Option<String>,
+        /// The hosts it may reach (comma-separated names or `*.domain` patterns).
+        #[arg(long, value_delimiter = ',')]
+        hosts: Option<Vec<String>>,
+        /// For `--for run|always`: how many words of the command the rule keeps (the
+        /// card lists the choices; the program is the first word).
+        #[arg(long)]
+        prefix: Option<usize>,
+        /// For `--for always`: in every workspace, not only the card's.
+        #[arg(long)]
+        every_workspace: bool,
+        /// For `--for always`: the rule ends after this many hours.
+        #[arg(long, value_name = "HOURS")]
+        expires_in_hours: Option<u64>,
+        /// Answer every request the run `ID` waits on.
+        #[arg(long)]
+        all_of_run: bool,
     },
     /// Decline a pending request of a running `cheng serve`.
     Decline {
-        /// The request's id (from `cheng approvals`).
+        /// The request's id (from `cheng approvals`); with `--all-of-run`, a run's id.
         id: String,
+        /// What the agent should do instead; it reaches the model with the refusal.
+        #[arg(long)]
+        message: Option<String>,
+        /// Decline every request the run `ID` waits on.
+        #[arg(long)]
+        all_of_run: bool,
+    },
+    /// The learned rules: answers "always" saved in the state directory.
+    Rules {
+        #[command(subcommand)]
+        action: Option<RulesCommand>,
     },
     /// Manage the bearer tokens HTTP clients present.
     Token {
@@ -199,6 +235,18 @@ pub enum RecordsCommand {
         /// latest.
         #[arg(long, value_name = "HEADFILE")]
         expect: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RulesCommand {
+    /// List them (JSON): each with its rule in words, who saved it from which card,
+    /// when, how often it matched and when last.
+    List,
+    /// Remove one (recorded in the audit log); commands it admitted ask again.
+    Revoke {
+        /// The rule's id.
+        id: String,
     },
 }
 

@@ -32,12 +32,23 @@ pub async fn run(cli: &Cli, config: &Config, state: &Option<PathBuf>) -> Result<
         Command::Plugin { action: PluginCommand::Diff { id } } => super::plugin::diff(&need_state(state)?, id).await?,
         Command::Plugin { action: PluginCommand::Accept { id } } => super::plugin::accept(&need_state(state)?, id)?,
         Command::Approvals => approvals(&need_state(state)?, json!({"op": "list"})).await?,
-        Command::Approve { id } => {
-            approvals(&need_state(state)?, json!({"op": "answer", "id": id, "approve": true})).await?
+        Command::Approve { id, scope, tier, hosts, prefix, every_workspace, expires_in_hours, all_of_run } => {
+            let answer = json!({
+                "decision": "approved",
+                "scope": scope,
+                "tier": tier,
+                "hosts": hosts,
+                "prefix": prefix,
+                "every_workspace": every_workspace,
+                "expires_in_ms": expires_in_hours.map(|h| h.saturating_mul(3_600_000)),
+            });
+            approvals(&need_state(state)?, answer_request(id, *all_of_run, answer)).await?
         }
-        Command::Decline { id } => {
-            approvals(&need_state(state)?, json!({"op": "answer", "id": id, "approve": false})).await?
+        Command::Decline { id, message, all_of_run } => {
+            let answer = json!({"decision": "declined", "message": message});
+            approvals(&need_state(state)?, answer_request(id, *all_of_run, answer)).await?
         }
+        Command::Rules { action } => rules(&need_state(state)?, action.as_ref())?,
         Command::Token { action } => token(cli, config, &need_state(state)?, action)?,
         Command::Settings { action } => show_settings(&need_state(state)?, action.as_ref())?,
         _ => return Ok(None),
@@ -109,11 +120,62 @@ async fn inspect(file: &Path) -> Result<u8> {
 }
 
 /// One request to a running server's approvals socket, and its reply.
+/// The socket request answering `id` (a request, or with `all_of_run` a run) with
+/// `answer`; nulls are left out.
+fn answer_request(id: &str, all_of_run: bool, mut answer: serde_json::Value) -> serde_json::Value {
+    if let Some(o) = answer.as_object_mut() {
+        o.retain(|_, v| !v.is_null() && *v != json!(false));
+    }
+    match all_of_run {
+        true => json!({"op": "answer_run", "run": id, "answer": answer}),
+        false => json!({"op": "answer", "id": id, "answer": answer}),
+    }
+}
+
+/// `cheng rules [list]` and `cheng rules revoke ID`: the state directory's learned rules,
+/// read and changed under their lock (a running server sees the change at its next
+/// command); a revoke is recorded in the audit log.
+fn rules(dir: &Path, action: Option<&super::args::RulesCommand>) -> Result<u8> {
+    use super::args::RulesCommand;
+    let store = cheng_host::learned::Store::new(Some(dir));
+    match action {
+        None | Some(RulesCommand::List) => {
+            emit_json(&store.list()?)?;
+            Ok(0)
+        }
+        Some(RulesCommand::Revoke { id }) => {
+            // SAFETY: getuid has no failure mode.
+            let by = format!("cli:uid {}", unsafe { libc::getuid() });
+            let log = cheng_host::records::AuditLog::open(&dir.join("audit.jsonl"), std::time::Duration::ZERO)
+                .context("cannot open the audit log to record the revoke")?;
+            match store.revoke(id)? {
+                Some(rule) => {
+                    log.append(&cheng_host::records::operator_record(
+                        "cheng.rules.revoke",
+                        rule.workspace.as_ref().map(|w| w.display().to_string()).unwrap_or_default(),
+                        json!({"rule": rule.id, "by": by}),
+                        json!({"revoked": rule}),
+                    ))?;
+                    log.flush()?;
+                    emit_json(&json!({"revoked": rule}))?;
+                    Ok(0)
+                }
+                None => {
+                    emit_json(&json!({"error": format!("no learned rule \"{id}\" (`cheng rules list` shows them)")}))?;
+                    Ok(EXIT_USAGE)
+                }
+            }
+        }
+    }
+}
+
 async fn approvals(dir: &Path, req: serde_json::Value) -> Result<u8> {
     let reply = cheng_serve::socket::request(dir, &req).await?;
     emit_json(&reply)?;
     Ok(match reply["result"].as_str() {
-        None | Some("applied") => 0,
+        None if reply["error"].is_null() => 0,
+        None => EXIT_USAGE,
+        Some("applied") => 0,
         Some("unknown") => EXIT_USAGE,
         Some(_) => EXIT_ERROR,
     })

@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use cheng_host::approvals::{ApprovalRequest, Approver, Decision};
+use cheng_host::approvals::{Answer, ApprovalRequest, Approver, Decision, Scope, Tier};
 
 /// Approves without asking, saying so on stderr each time (auto-approve, `--approve yes`).
 pub struct AutoApprover;
@@ -56,17 +56,70 @@ impl TtyApprover {
     }
 }
 
+/// The card as the terminal shows it, with the answers it takes.
+fn card_text(req: &ApprovalRequest) -> String {
+    let mut card = format!(
+        "\n── approval requested ── tool {} · role {} · run {}\n  summary: {}\n  detail:  {}\n  purpose: {}\n  workspace: {}\n  asked by: {}\n",
+        req.tool, req.role, req.run, req.summary, req.detail, req.purpose, req.workspace, req.asked_by,
+    );
+    let Some(offer) = &req.offer else {
+        card.push_str("Approve? [y/N, or n: MESSAGE to say what to do instead] ");
+        return card;
+    };
+    match offer.hosts.as_slice() {
+        [] => card.push_str("  y runs it confined: the workspace and toolchains, no network\n"),
+        hosts => card.push_str(&format!("  y runs it confined, with the network to {} only\n", hosts.join(", "))),
+    }
+    if offer.tiers.contains(&Tier::Full) {
+        card.push_str(&format!("  f: {} (this command only)\n", offer.full));
+    }
+    if let Some(why) = &offer.once_only {
+        card.push_str(&format!("  answered once only: {why}\n"));
+        card.push_str("Approve? [y/f/N, or n: MESSAGE] ");
+        return card;
+    }
+    card.push_str("  r: for the rest of this run; a: always (a learned rule, `cheng rules` lists it), keeping\n");
+    for p in &offer.prefixes {
+        let mark = if p.words == offer.prefix { " (default)" } else { "" };
+        card.push_str(&format!("    {}: {}{mark}\n", p.words, p.text));
+    }
+    card.push_str("Approve? [y/r/a, r2/a2 to keep 2 words, f, N, or n: MESSAGE] ");
+    card
+}
+
+/// A typed line as an answer: `y`, `r[N]`, `a[N]`, `f`, `n`, `n: MESSAGE`; `None` for
+/// anything else (asked again).
+fn parse_answer(line: &str) -> Option<Answer> {
+    let t = line.trim();
+    if let Some(m) = t.strip_prefix("n:").or_else(|| t.strip_prefix("no:")) {
+        return Some(Answer::decline_with(m.trim()));
+    }
+    let (head, digits) = t.split_at(t.find(|c: char| c.is_ascii_digit()).unwrap_or(t.len()));
+    let prefix = if digits.is_empty() { None } else { Some(digits.parse().ok()?) };
+    let yes = |scope| Some(Answer { scope, prefix, ..Answer::yes() });
+    match head {
+        "y" | "Y" | "yes" if prefix.is_none() => yes(Scope::Once),
+        "r" | "R" => yes(Scope::Run),
+        "a" | "A" => yes(Scope::Always),
+        "f" | "F" if prefix.is_none() => Some(Answer { tier: Some(Tier::Full), ..Answer::yes() }),
+        "" | "n" | "N" | "no" if prefix.is_none() => Some(Answer::no()),
+        _ => None,
+    }
+}
+
 impl Approver for TtyApprover {
     fn name(&self) -> &str {
         "terminal"
     }
 
     fn decide<'a>(&'a self, req: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+        Box::pin(async move { self.answer(req).await.decision })
+    }
+
+    fn answer<'a>(&'a self, req: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
         let tty = self.tty.clone();
-        let card = format!(
-            "\n── approval requested ── tool {} · role {} · run {}\n  summary: {}\n  detail:  {}\n  purpose: {}\n  workspace: {}\n  asked by: {}\nApprove? [y/N] ",
-            req.tool, req.role, req.run, req.summary, req.detail, req.purpose, req.workspace, req.asked_by,
-        );
+        let card = card_text(req);
+        let offer = req.offer.clone();
         // Set when this wait is dropped: the request was settled some other way.
         struct Settled(Arc<AtomicBool>);
         impl Drop for Settled {
@@ -85,16 +138,27 @@ impl Approver for TtyApprover {
                 }
                 f.write_all(card.as_bytes()).ok()?;
                 f.flush().ok()?;
-                read_answer(&mut f, &flag)
+                // An answer the card does not take is asked again (three times).
+                for _ in 0..3 {
+                    let line = read_answer(&mut f, &flag)?;
+                    match parse_answer(&line) {
+                        Some(a) => match a.clone().checked(offer.as_ref(), cheng_host::approvals::Route::Operator) {
+                            Ok(_) => return Some(a),
+                            Err(why) => {
+                                let _ = f.write_all(format!("  {why}\nAnswer again: ").as_bytes());
+                            }
+                        },
+                        None => {
+                            let _ = f.write_all(b"  not an answer here\nAnswer again: ");
+                        }
+                    }
+                }
+                Some(Answer::no())
             })
             .await
             .ok()
             .flatten();
-            match answer.as_deref().map(str::trim) {
-                Some("y") | Some("Y") | Some("yes") => Decision::Approved,
-                Some(_) => Decision::Declined,
-                None => Decision::NoApprover,
-            }
+            answer.unwrap_or_else(|| Decision::NoApprover.into())
         })
     }
 }
@@ -123,5 +187,22 @@ fn read_answer(f: &mut File, settled: &AtomicBool) -> Option<String> {
             }
             Err(_) => return None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_answers() {
+        assert_eq!(parse_answer("y\n"), Some(Answer::yes()));
+        assert_eq!(parse_answer("\n"), Some(Answer::no()));
+        assert_eq!(parse_answer("n: use cargo check\n"), Some(Answer::decline_with("use cargo check")));
+        assert_eq!(parse_answer("r").map(|a| (a.scope, a.prefix)), Some((Scope::Run, None)));
+        assert_eq!(parse_answer("a2").map(|a| (a.scope, a.prefix)), Some((Scope::Always, Some(2))));
+        assert_eq!(parse_answer("f").and_then(|a| a.tier), Some(Tier::Full));
+        assert_eq!(parse_answer("maybe"), None);
+        assert_eq!(parse_answer("y2"), None);
     }
 }

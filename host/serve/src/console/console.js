@@ -1,7 +1,8 @@
 // The operator console: a strip of last-minute figures, pending approvals (answered
-// here) and the history of answered ones, runs (each opens to its todos and calls) and
-// call records (paged; each opens to its arguments, result, denials and approvals), all
-// live from the server's event stream. Everything shown comes from text a model
+// here: once, for this run or always, at the tier chosen, or declined with a message)
+// and the history of answered ones, the learned rules (revoked here), runs (each opens
+// to its todos and calls) and call records (paged; each opens to its arguments, result,
+// denials and approvals), all live from the server's event stream. Everything shown comes from text a model
 // wrote, so it is only ever set as text (textContent), never parsed as HTML. The
 // operator token lives in this page's memory and travels in the Authorization header
 // of every request; it is never put in a URL or a cookie.
@@ -63,10 +64,100 @@ function showApproval(request, timeoutMs, waitedMs) {
   const deadline = Date.now() + Math.max(0, timeoutMs - (waitedMs || 0));
   const left = node.querySelector(".left");
   text(left, secondsLeft(deadline));
-  node.querySelector(".approve").addEventListener("click", () => answer(request.id, "approve"));
-  node.querySelector(".decline").addEventListener("click", () => answer(request.id, "decline"));
+  setUpOffer(node, request);
+  const q = (sel) => node.querySelector(sel);
+  const no = () => {
+    const message = q(".message").value.trim();
+    return message ? { decision: "decline", message } : { decision: "decline" };
+  };
+  const run = "/api/runs/" + encodeURIComponent(request.run) + "/approvals";
+  const one = "/api/approvals/" + encodeURIComponent(request.id);
+  q(".approve").addEventListener("click", () => answer(node, one, chosen(node, request.offer)));
+  q(".approve-full").addEventListener("click", () => answer(node, one, { decision: "approve", scope: "once", tier: "full" }));
+  q(".decline").addEventListener("click", () => answer(node, one, no()));
+  q(".approve-run").addEventListener("click", () => answer(node, run, { decision: "approve" }));
+  q(".decline-run").addEventListener("click", () => answer(node, run, no()));
   pending.set(request.id, { request, deadline, node, left });
   renderApprovals();
+}
+
+/** Fill a card's answer controls from its offer; a card without one is a plain yes or no. */
+function setUpOffer(node, request) {
+  const o = request.offer;
+  const q = (sel) => node.querySelector(sel);
+  if (!o) {
+    text(q(".grants"), "Approve lets this one request go ahead.");
+    return;
+  }
+  q(".offer").hidden = false;
+  for (const input of q(".scopes").querySelectorAll("input")) {
+    input.name = "scope-" + request.id;
+    input.parentElement.hidden = !o.scopes.includes(input.value);
+  }
+  q(".once-only").hidden = !o.once_only;
+  text(q(".once-only"), o.once_only ? "Only once: " + o.once_only + "." : "");
+  for (const p of o.prefixes || []) {
+    const radio = document.createElement("input");
+    radio.type = "radio";
+    radio.name = "prefix-" + request.id;
+    radio.value = String(p.words);
+    radio.checked = p.words === o.prefix;
+    const label = document.createElement("label");
+    label.append(radio, " ", el("span", p.text));
+    q(".prefixes").appendChild(label);
+  }
+  const hosts = o.hosts || [];
+  const withHosts = o.tiers.includes("hosts");
+  for (const input of q(".tiers").querySelectorAll("input[type=radio]")) {
+    input.name = "tier-" + request.id;
+    input.checked = input.value === (withHosts && hosts.length ? "hosts" : "confined");
+  }
+  q(".tier-hosts").hidden = !withHosts;
+  q(".hosts").value = hosts.join(", ");
+  // Editing the hosts picks that tier.
+  q(".hosts").addEventListener("focus", () => { q(".tier-hosts input[type=radio]").checked = true; describe(node, o); });
+  q(".full").hidden = !o.tiers.includes("full");
+  text(q(".full-text"), o.full);
+  const update = () => describe(node, o);
+  node.addEventListener("input", update);
+  node.addEventListener("change", update);
+  update();
+}
+
+/** The answer a card's choices make for Approve. */
+function chosen(node, o) {
+  if (!o) return { decision: "approve" };
+  const picked = (sel) => (node.querySelector(sel + " input[type=radio]:checked") || {}).value;
+  const body = { decision: "approve", scope: picked(".scopes") || "once", tier: picked(".tiers") || "confined" };
+  if (body.tier === "hosts") {
+    body.hosts = node.querySelector(".hosts").value.split(",").map((h) => h.trim()).filter(Boolean);
+  }
+  if (body.scope !== "once") body.prefix = Number(picked(".prefixes") || o.prefix);
+  if (body.scope === "always") {
+    body.every_workspace = node.querySelector(".every").checked;
+    const hours = node.querySelector(".expiry").value.trim();
+    if (hours) body.expires_in_ms = Math.round(Number(hours) * 3600000);
+  }
+  return body;
+}
+
+/** Say on the card what Approve grants, and show only the controls that apply. */
+function describe(node, o) {
+  const b = chosen(node, o);
+  const tier = b.tier === "hosts" ? "confined + network to " + (b.hosts.join(", ") || "(no host named)") : "confined";
+  let what = "this command, once";
+  if (b.scope !== "once") {
+    const p = (o.prefixes || []).find((p) => p.words === b.prefix);
+    what = (b.scope === "run" ? "for the rest of this run: " : "always: ") + (p ? p.text : "");
+    if (b.every_workspace) what += ", and in every other workspace";
+    if (b.expires_in_ms) what += ", for " + node.querySelector(".expiry").value.trim() + " h";
+  }
+  text(node.querySelector(".grants"), "Approve grants " + what + " — " + tier + ".");
+  node.querySelector(".rule").hidden = b.scope === "once";
+  node.querySelector(".always-only").hidden = b.scope !== "always";
+  const full = node.querySelector(".approve-full");
+  full.disabled = b.scope !== "once";
+  full.title = full.disabled ? "full access is for one command: choose once" : "";
 }
 
 function dropApproval(id) {
@@ -74,24 +165,39 @@ function dropApproval(id) {
   renderApprovals();
 }
 
+// Cards stay in place as others come and go, so what is typed on one is kept.
 function renderApprovals() {
   const box = $("approvals");
-  box.replaceChildren(...[...pending.values()].map((p) => p.node));
-  if (pending.size === 0) {
-    const p = document.createElement("p");
-    p.className = "empty";
-    box.replaceChildren(text(p, "Nothing waits for an answer."));
-  }
+  const nodes = [...pending.values()].map((p) => p.node);
+  for (const n of [...box.children]) if (!nodes.includes(n)) n.remove();
+  for (const n of nodes) if (n.parentNode !== box) box.appendChild(n);
+  const perRun = new Map();
+  for (const p of pending.values()) perRun.set(p.request.run, (perRun.get(p.request.run) || 0) + 1);
+  for (const p of pending.values()) p.node.querySelector(".run-actions").hidden = perRun.get(p.request.run) < 2;
+  $("approvals-empty").hidden = pending.size > 0;
   text($("approvals-count"), pending.size);
 }
 
-async function answer(id, decision) {
-  const resp = await api("/api/approvals/" + encodeURIComponent(id), {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ decision }),
-  });
-  if (resp.ok || resp.status === 409) dropApproval(id);
+/** Send an answer (one card's, or a run's); a refusal stays on the card, in words. */
+async function answer(node, path, body) {
+  const shown = node.querySelector(".card-error");
+  text(shown, "");
+  let resp;
+  try {
+    resp = await api(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  } catch (e) {
+    text(shown, "The answer was not sent (" + String(e.message || e) + ").");
+    return;
+  }
+  if (resp.ok || resp.status === 409 || resp.status === 404) {
+    const done = resp.ok ? await resp.json().catch(() => ({})) : {};
+    for (const id of done.answered || [node.dataset.id]) pending.delete(id);
+    renderApprovals();
+    loadRules().catch(() => {});
+    return;
+  }
+  const why = await resp.json().catch(() => ({}));
+  text(shown, why.error || "The server refused this answer (" + resp.status + ").");
 }
 
 function cell(row, value, cls) {
@@ -229,6 +335,33 @@ async function loadOlder() {
   $("older").hidden = !olderThan;
 }
 
+function ruleRow(r) {
+  const tr = document.createElement("tr");
+  tr.dataset.id = r.id;
+  cell(tr, r.text);
+  cell(tr, (r.hosts || []).join(", ") || "no network");
+  cell(tr, r.saved_by);
+  cell(tr, r.card, "id");
+  cell(tr, when(r.saved_at_ms), "nowrap");
+  cell(tr, r.expires_at_ms ? when(r.expires_at_ms) : "never", "nowrap");
+  cell(tr, r.matches || 0, "nowrap");
+  cell(tr, r.last_match_ms ? when(r.last_match_ms) : "never", "nowrap");
+  const revoke = el("button", "Revoke", "revoke");
+  revoke.type = "button";
+  revoke.addEventListener("click", () =>
+    api("/api/rules/" + encodeURIComponent(r.id), { method: "DELETE" }).then(loadRules).catch(() => {}));
+  cell(tr, "").appendChild(revoke);
+  return tr;
+}
+
+async function loadRules() {
+  const rules = (await (await api("/api/rules")).json()).rules;
+  $("rules").querySelector("tbody").replaceChildren(...rules.map(ruleRow));
+  $("rules").hidden = rules.length === 0;
+  $("rules-empty").hidden = rules.length > 0;
+  text($("rules-count"), rules.length);
+}
+
 async function loadHistory() {
   const q = new URLSearchParams({ limit: "50" });
   if ($("h-decision").value) q.set("decision", $("h-decision").value);
@@ -315,6 +448,7 @@ function onEvent(ev) {
       loadRuns().catch(() => {});
       loadRecords().catch(() => {});
       loadHistory().catch(() => {});
+      loadRules().catch(() => {});
       loadHealth().catch(() => {});
     }, 300);
   }
@@ -345,6 +479,7 @@ async function signIn(candidate) {
   text($("signin-error"), "");
   $("signin").hidden = true;
   $("app").hidden = false;
+  loadRules().catch(() => {});
   await Promise.all([loadRuns(), loadRecords(), loadHistory(), loadApprovals()]);
   follow();
 }
