@@ -4,7 +4,10 @@
 //! (`tests/browser/console.mjs`, playwright-core driving Debian's chromium): a card an
 //! MCP client's call raised appears without a reload, Approve lets the call finish with
 //! the command's output, Decline gives the declined result, and a card full of markup,
-//! ANSI escapes and a right-to-left override is shown as inert text.
+//! ANSI escapes and a right-to-left override is shown as inert text; answers that
+//! remember (the scopes, the rule "always" saves, a refused choice shown on the card,
+//! the Learned rules panel and its Revoke), a decline's message reaching the model, and
+//! every card of a run approved at once.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -310,6 +313,37 @@ fn chromium() -> bool {
     util::require("Chromium and playwright-core (.ci/run installs both)", ok)
 }
 
+/// The browser driver signed in to `server`'s console: the process, its commands' pipe
+/// and its answers, one JSON line each.
+fn console_driver(
+    server: &Server,
+    op: &str,
+    agent: &str,
+    shot: &std::path::Path,
+) -> (std::process::Child, std::process::ChildStdin, tokio::sync::mpsc::UnboundedReceiver<String>) {
+    let mut browser = Command::new("node")
+        .arg(util::repo().join("tests/browser/console.mjs"))
+        .arg(format!("http://{}/", server.addr))
+        .arg(op)
+        .arg(shot)
+        .env("PLAYWRIGHT_CORE", util::target_dir().join("test-runners/node_modules/playwright-core/index.mjs"))
+        .env("AGENT_TOKEN", agent)
+        .current_dir(util::target_dir().join("test-runners"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let to = browser.stdin.take().unwrap();
+    let from = BufReader::new(browser.stdout.take().unwrap());
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in from.lines() {
+            let _ = tx.send(line.unwrap_or_default());
+        }
+    });
+    (browser, to, rx)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_console_in_a_real_browser_approves_declines_and_shows_hostile_cards_as_text() {
     if !chromium() {
@@ -318,26 +352,7 @@ async fn the_console_in_a_real_browser_approves_declines_and_shows_hostile_cards
     let s = setup("");
     let (server, op, agent) = servers(&s);
     let shot = util::target_dir().join("console-screenshot.png");
-    let mut browser = Command::new("node")
-        .arg(util::repo().join("tests/browser/console.mjs"))
-        .arg(format!("http://{}/", server.addr))
-        .arg(&op)
-        .arg(&shot)
-        .env("PLAYWRIGHT_CORE", util::target_dir().join("test-runners/node_modules/playwright-core/index.mjs"))
-        .env("AGENT_TOKEN", &agent)
-        .current_dir(util::target_dir().join("test-runners"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut to = browser.stdin.take().unwrap();
-    let from = BufReader::new(browser.stdout.take().unwrap());
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        for line in from.lines() {
-            let _ = tx.send(line.unwrap_or_default());
-        }
-    });
+    let (mut browser, mut to, mut rx) = console_driver(&server, &op, &agent, &shot);
     let ready = said(&mut rx).await;
     assert_eq!(ready["ready"], true, "{ready}");
     // A wrong token and an agent's token are told apart at sign-in.
@@ -405,6 +420,126 @@ async fn the_console_in_a_real_browser_approves_declines_and_shows_hostile_cards
         assert!(util::target_dir().join(format!("console-screenshot-{w}.png")).exists(), "the {w} px screenshot");
     }
     assert!(review["errors"].as_array().unwrap().is_empty(), "{review}");
+    writeln!(to, "quit").unwrap();
+    drop(to);
+    let _ = browser.wait();
+    if let Ok(client) = std::sync::Arc::try_unwrap(client) {
+        let _ = client.cancel().await;
+    }
+}
+
+/// Answers that remember, in the console. A card for `echo remembered` offers once,
+/// this run and always, with the rule each prefix would save in words (the default
+/// kept: `echo remembered` and any further arguments, here) and says what Approve
+/// grants ("confined"); full access is a separate button, disabled once "always" is
+/// chosen. An expiry past a year is refused and the refusal shown on the card, which
+/// stays; approved "always", the rule is in the Learned rules panel (and the API), and
+/// the next `echo remembered …` runs with no card. Revoked from the panel, the API's
+/// list is empty and the same command asks again; declined with a message, the message
+/// is in the tool's result. Two cards of one run are approved at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_console_remembers_an_answer_revokes_it_and_declines_with_a_message() {
+    if !chromium() {
+        return;
+    }
+    let s = setup("[approvals]\ntimeout_ms = 60000\n");
+    let (server, op, agent) = servers(&s);
+    let shot = util::target_dir().join("console-remembered.png");
+    let (mut browser, mut to, mut rx) = console_driver(&server, &op, &agent, &shot);
+    assert_eq!(said(&mut rx).await["ready"], true);
+    let client = std::sync::Arc::new(mcp(&server, &agent).await);
+    let ws = std::fs::canonicalize(s.ws.path()).unwrap().display().to_string();
+
+    // "always", after a refused choice; the rule is listed.
+    let call = shell_call(&client, vec!["remembered".into()]);
+    writeln!(to, "always").unwrap();
+    let card = said(&mut rx).await;
+    assert!(card["error"].is_null(), "{card}");
+    assert!(card["summary"].as_str().unwrap().starts_with("echo remembered"), "{card}");
+    assert_eq!(card["scopes"], json!(["once", "for this run", "always"]), "{card}");
+    assert_eq!(card["once_only"], "", "{card}");
+    let plain = card["grants_plain"].as_str().unwrap();
+    assert!(plain.contains("once") && plain.contains("confined") && !plain.contains("network"), "{card}");
+    assert!(card["full_text"].as_str().unwrap().contains("full access"), "{card}");
+    assert_eq!((card["full_enabled_once"].as_bool(), card["full_disabled_always"].as_bool()), (Some(true), Some(true)));
+    assert_eq!((card["rule_hidden_once"].as_bool(), card["rule_visible"].as_bool()), (Some(true), Some(true)));
+    assert_eq!(card["every_visible"], true, "{card}");
+    let prefixes = card["prefixes"].as_array().unwrap();
+    assert_eq!(prefixes.len(), 2, "{card}");
+    let kept = "`echo remembered` with any further arguments, in ";
+    assert!(prefixes[0]["text"].as_str().unwrap().starts_with("`echo` with any arguments, in "), "{card}");
+    assert!(prefixes[1]["text"].as_str().unwrap().starts_with(kept), "{card}");
+    assert_eq!((prefixes[0]["checked"].as_bool(), prefixes[1]["checked"].as_bool()), (Some(false), Some(true)));
+    let always = card["grants_always"].as_str().unwrap();
+    assert!(always.contains("always") && always.contains(kept) && always.contains("confined"), "{card}");
+    assert!(card["refused"].as_str().unwrap().contains("a year"), "the 422 on the card: {card}");
+    assert_eq!(card["still_pending"], true, "{card}");
+    // Only the refused answer's status (and sign-in's) in the console: no script error.
+    for e in card["errors"].as_array().unwrap() {
+        assert!(e.as_str().unwrap().contains("Failed to load resource"), "{card}");
+    }
+    assert_eq!(call.await.unwrap()["structured"]["stdout"], "remembered\n");
+    let first = card["id"].as_str().unwrap().to_string();
+    let rows = card["rules"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{card}");
+    let row = rows[0].as_array().unwrap();
+    assert!(row[0].as_str().unwrap().starts_with(kept), "{card}");
+    assert_eq!(
+        (row[1].as_str(), row[2].as_str(), row[3].as_str()),
+        (Some("no network"), Some("operator:alice"), Some(first.as_str()))
+    );
+    let (_, listed) = api(&server, "GET", "/api/rules", Some(&op), None).await;
+    let rule = listed["rules"][0].clone();
+    assert_eq!(
+        (rule["card"].as_str(), rule["saved_by"].as_str()),
+        (Some(first.as_str()), Some("operator:alice")),
+        "{listed}"
+    );
+    assert_eq!(rule["workspace"], ws.as_str(), "{listed}");
+    assert_eq!(rule["words"], json!(["echo", "remembered"]), "{listed}");
+
+    // The next `echo remembered …` runs with no card (nobody answers it).
+    let call = shell_call(&client, vec!["remembered".into(), "again".into()]);
+    let out = tokio::time::timeout(Duration::from_secs(30), call).await.expect("the rule admits it").unwrap();
+    assert_eq!(out["structured"]["stdout"], "remembered again\n", "{out}");
+    let (_, listed) = api(&server, "GET", "/api/rules", Some(&op), None).await;
+    assert_eq!(listed["rules"][0]["matches"], 1, "{listed}");
+
+    // Revoked from the panel: the API's list is empty, and the command asks again.
+    writeln!(to, "revoke").unwrap();
+    let revoked = said(&mut rx).await;
+    assert!(revoked["error"].is_null(), "{revoked}");
+    assert_eq!(revoked["before"][0][6], "1", "the panel shows the match: {revoked}");
+    assert_eq!((revoked["after"].as_array().map(Vec::len), revoked["empty"].as_bool()), (Some(0), Some(true)));
+    assert!(revoked["errors"].as_array().unwrap().is_empty(), "{revoked}");
+    let (_, listed) = api(&server, "GET", "/api/rules", Some(&op), None).await;
+    assert_eq!(listed["rules"], json!([]), "{listed}");
+    let id = rule["id"].as_str().unwrap();
+    assert_eq!(api(&server, "DELETE", &format!("/api/rules/{id}"), Some(&op), None).await.0, 404);
+
+    // Asked again, and declined with a message: the model reads it in the result.
+    let message = "Not now: print it with printf instead";
+    let call = shell_call(&client, vec!["remembered".into(), "after-revoke".into()]);
+    writeln!(to, "decline-message {message}").unwrap();
+    let card = said(&mut rx).await;
+    assert!(card["summary"].as_str().unwrap().starts_with("echo remembered after-revoke"), "{card}");
+    assert!(card["errors"].as_array().unwrap().is_empty(), "{card}");
+    let out = call.await.unwrap();
+    assert_eq!(out["is_error"], true, "{out}");
+    let error = out["envelope"]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("declined"), "{out}");
+    assert!(out["envelope"].to_string().contains(message), "the message is not in the result: {out}");
+
+    // Two cards of one run: approved at once.
+    let (one, two) = (shell_call(&client, vec!["both-one".into()]), shell_call(&client, vec!["both-two".into()]));
+    wait_pending(&server, &op, 2).await;
+    writeln!(to, "approve-run").unwrap();
+    let all = said(&mut rx).await;
+    assert!(all["error"].is_null(), "{all}");
+    assert_eq!(all["pending"], 2, "{all}");
+    assert_eq!(one.await.unwrap()["structured"]["stdout"], "both-one\n");
+    assert_eq!(two.await.unwrap()["structured"]["stdout"], "both-two\n");
+    assert!(all["errors"].as_array().unwrap().is_empty(), "{all}");
     writeln!(to, "quit").unwrap();
     drop(to);
     let _ = browser.wait();
@@ -566,7 +701,7 @@ async fn a_terminal_prompt_answered_elsewhere_is_taken_down() {
 
     // The first request: on the terminal, then answered from the API.
     let first = shell_call(&client, vec!["first".into()]);
-    on_screen("Approve? [y/N]", 1).await;
+    on_screen("Approve? [y", 1).await;
     let id = wait_pending(&server, &op, 1).await[0]["request"]["id"].as_str().unwrap().to_string();
     let path = format!("/api/approvals/{id}");
     assert_eq!(api(&server, "POST", &path, Some(&op), Some(json!({"decision": "approve"}))).await.0, 200);
@@ -575,7 +710,7 @@ async fn a_terminal_prompt_answered_elsewhere_is_taken_down() {
 
     // The second: its own prompt, shown at once, and the answer typed is its own.
     let second = shell_call(&client, vec!["second".into()]);
-    on_screen("Approve? [y/N]", 2).await;
+    on_screen("Approve? [y", 2).await;
     keys.write_all(b"y\n").unwrap();
     assert_eq!(second.await.unwrap()["structured"]["stdout"], "second\n", "{}", screen.lock().unwrap());
     let (_, h) = api(&server, "GET", "/api/approvals/history?limit=1", Some(&op), None).await;

@@ -27,16 +27,26 @@ use crate::util;
 /// milliseconds): past it, the call counts as hung.
 const DEADLINE: Duration = Duration::from_secs(30);
 
-/// Answers every card with a fixed decision and counts the cards.
+/// Answers every card with a fixed decision and counts the cards. A yes is full access:
+/// these cases are about what git reads, including an include outside the workspace.
 struct Answer {
     asked: AtomicUsize,
     decision: Decision,
 }
 impl Approver for Answer {
-    fn decide<'a>(&'a self, _r: &'a ApprovalRequest) -> Pin<Box<dyn Future<Output = Decision> + Send + 'a>> {
+    fn answer<'a>(
+        &'a self,
+        _r: &'a ApprovalRequest,
+    ) -> Pin<Box<dyn Future<Output = cheng_host::approvals::Answer> + Send + 'a>> {
         self.asked.fetch_add(1, Ordering::SeqCst);
-        let d = self.decision;
-        Box::pin(async move { d })
+        let a = match self.decision {
+            Decision::Approved => cheng_host::approvals::Answer {
+                tier: Some(cheng_host::approvals::Tier::Full),
+                ..Decision::Approved.into()
+            },
+            d => d.into(),
+        };
+        Box::pin(async move { a })
     }
 }
 

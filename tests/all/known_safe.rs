@@ -109,7 +109,7 @@ async fn a_known_safe_command_reads_only_what_an_unasked_one_may() {
     let in_home = tempfile::Builder::new().prefix(".cheng-known-safe-").tempdir_in(&home).unwrap();
     let nobody = Cards::new(Decision::Declined);
     let h = util::host_with("", nobody.clone()).await;
-    let person = util::host_with("known_safe = false\n", Cards::new(Decision::Approved)).await;
+    let person = util::host_with("known_safe = false\n", Arc::new(util::FullAccess)).await;
     for dir in [tmp.path(), in_home.path()] {
         let secret = dir.join("secret.txt");
         std::fs::write(&secret, "TOPSECRET").unwrap();
@@ -119,7 +119,7 @@ async fn a_known_safe_command_reads_only_what_an_unasked_one_may() {
         assert!(r.output["stderr"].as_str().unwrap().contains("Permission denied"), "{}", r.output);
         assert!(!r.output.to_string().contains("TOPSECRET"));
         known_safe_in(&rec, "cat");
-        // The control: approved by a person, the same command reads it.
+        // The control: approved by a person with full access, the same command reads it.
         let (r, _) = run(&person, ws.path(), input).await;
         assert_eq!(r.output["stdout"], "TOPSECRET", "{}", r.output);
     }
@@ -155,7 +155,7 @@ async fn a_known_safe_command_writes_nothing_and_executes_nothing_else() {
     assert_eq!(r.output["exit_code"], 0, "{}", r.output);
     assert!(w.join("made").exists());
     assert_eq!((rec.unasked[0].by.as_str(), rec.unasked[0].entry.as_deref()), ("rule", None));
-    let person = util::host_with("known_safe = false\n", Cards::new(Decision::Approved)).await;
+    let person = util::host_with("known_safe = false\n", Arc::new(util::FullAccess)).await;
     let (r, _) = run(&person, w, exec).await;
     assert_eq!(r.output["stdout"], ".\n", "{}", r.output);
 }

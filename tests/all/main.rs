@@ -19,6 +19,12 @@ mod unasked;
 // The known-safe list: read-only commands run with nobody asked, confined, recorded as
 // such; what writes or runs something, or is not the host's own program, still asks.
 mod known_safe;
+// Answers that remember (this run, always), tiers, and declines with a message.
+mod remembered;
+// Network by host name for commands: the host's proxy in the command's own namespace.
+mod net_hosts;
+// Each route that answers (API, socket CLI, terminal, MCP client) with its scopes.
+mod answer_routes;
 // Calls that must end and say what happened: FIFOs, devices, huge patterns and
 // arguments, exit codes, log escapes, the sanitizer, pathspecs, renames, .git spellings.
 mod bounds;

@@ -245,8 +245,12 @@ async fn an_unasked_command_reads_only_the_system_and_the_workspace_and_reaches_
     .await;
     let r = shell(&net, ws.path(), json!({"command": "python3", "args": ["-c", connect]})).await;
     assert_eq!(r.output["stdout"], "connected\n", "{}", r.output);
-    // The control: a person's approval lifts the read and network confinement.
-    let person = host("known_safe = false\n", Arc::new(Answer(Mutex::default(), Decision::Approved))).await;
+    // The control: a person's full-access approval lifts the read and network confinement
+    // (a plain yes would not: it is confined too).
+    let person = host("known_safe = false\n", Arc::new(util::FullAccess)).await;
+    let plain = host("known_safe = false\n", Arc::new(Answer(Mutex::default(), Decision::Approved))).await;
+    let r = shell(&plain, ws.path(), json!({"command": "cat", "args": [secret.clone()]})).await;
+    assert!(r.output["stderr"].as_str().unwrap().contains("Permission denied"), "{}", r.output);
     let r = shell(&person, ws.path(), json!({"command": "cat", "args": [secret]})).await;
     assert_eq!(r.output["stdout"], "TOPSECRET", "{}", r.output);
     let r = shell(&person, ws.path(), json!({"command": "python3", "args": ["-c", connect]})).await;

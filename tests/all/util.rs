@@ -250,3 +250,17 @@ pub async fn wait_until_async(what: &str, within: std::time::Duration, mut cond:
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
 }
+
+/// Approves every card with full access, a person's explicit choice for one command (a
+/// plain yes is confined): the controls that show what the confined tier withholds.
+pub struct FullAccess;
+
+impl cheng_host::approvals::Approver for FullAccess {
+    fn answer<'a>(
+        &'a self,
+        _r: &'a cheng_host::approvals::ApprovalRequest,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = cheng_host::approvals::Answer> + Send + 'a>> {
+        use cheng_host::approvals::{Answer, Tier};
+        Box::pin(async { Answer { tier: Some(Tier::Full), ..Answer::yes() } })
+    }
+}

@@ -12,6 +12,15 @@
 //                        workspace_shell and report its detail, then at 1280 and 420 px
 //                        save a screenshot (SCREENSHOT_PATH with -1280/-420) and report
 //                        the layout: horizontal overflow, the tallest one-line cell
+//   always             — wait for the next card, report its answer controls (scopes, rule
+//                        choices, what Approve grants, the full-access button), choose
+//                        "always", try an expiry past a year and report the refusal shown
+//                        on the card, clear it, approve, then report the Learned rules rows
+//   revoke             — wait for the learned rule to show a match, report its row, click
+//                        Revoke and report the panel once it is empty
+//   decline-message M  — wait for the next card, type M as the message, decline
+//   approve-run        — wait for a card offering "Approve all of this run", report how
+//                        many cards are pending, click it, wait until none is
 //   quit
 import readline from "node:readline";
 import { pathToFileURL } from "node:url";
@@ -93,6 +102,64 @@ async function nextCard() {
            images: (await card.$$("img")).length };
 }
 
+const rulesRows = () => page.$$eval("#rules tbody tr", (rows) => rows.map((r) => [...r.children].map((c) => c.textContent)));
+
+// "always" on the next card, after a refused answer (an expiry past a year).
+async function always() {
+  const c = await nextCard();
+  const { card, ...info } = c;
+  const grants = async () => (await card.$(".grants")).textContent();
+  const full = await card.$(".approve-full");
+  info.scopes = await card.$$eval(".scopes label:not([hidden])", (ls) => ls.map((l) => l.textContent.trim()));
+  info.once_only = await (await card.$(".once-only")).textContent();
+  info.grants_plain = await grants();
+  info.full_text = await (await card.$(".full-text")).textContent();
+  info.full_enabled_once = await full.isEnabled();
+  info.rule_hidden_once = await (await card.$(".rule")).isHidden();
+  await (await card.$('.scopes input[value="always"]')).check();
+  info.prefixes = await card.$$eval(".prefixes label", (ls) =>
+    ls.map((l) => ({ text: l.textContent.trim(), checked: l.querySelector("input").checked })));
+  info.rule_visible = await (await card.$(".rule")).isVisible();
+  info.every_visible = await (await card.$(".every")).isVisible();
+  info.full_disabled_always = await full.isDisabled();
+  info.grants_always = await grants();
+  const expiry = await card.$(".expiry");
+  await expiry.fill("1000000");
+  await (await card.$(".approve")).click();
+  await page.waitForFunction((c) => c.querySelector(".card-error").textContent !== "", card, { timeout: 15000 });
+  info.refused = await (await card.$(".card-error")).textContent();
+  info.still_pending = await card.isVisible();
+  await expiry.fill("");
+  await (await card.$(".approve")).click();
+  await page.waitForFunction((id) => !document.querySelector(`#approvals .card[data-id="${id}"]`), c.id);
+  await page.waitForFunction(() => document.querySelectorAll("#rules tbody tr").length >= 1, null, { timeout: 15000 });
+  info.rules = await rulesRows();
+  return info;
+}
+
+// Revoke the one learned rule once it shows it admitted a command.
+async function revoke() {
+  await page.waitForFunction(() => {
+    const row = document.querySelector("#rules tbody tr");
+    return row && row.children[6].textContent !== "0";
+  }, null, { timeout: 15000 });
+  const before = await rulesRows();
+  await page.click("#rules tbody tr .revoke");
+  await page.waitForFunction(() => document.querySelectorAll("#rules tbody tr").length === 0, null, { timeout: 15000 });
+  return { before, after: await rulesRows(), empty: await page.isVisible("#rules-empty") };
+}
+
+async function approveRun() {
+  const handle = await page.waitForFunction(() => [...document.querySelectorAll("#approvals .card")].find(
+    (c) => !c.querySelector(".run-actions").hidden), null, { timeout: 30000 });
+  const card = handle.asElement();
+  const ids = await page.$$eval("#approvals .card", (cs) => cs.map((c) => c.dataset.id));
+  for (const id of ids) seen.add(id);
+  await (await card.$(".approve-run")).click();
+  await page.waitForFunction(() => document.querySelectorAll("#approvals .card").length === 0, null, { timeout: 15000 });
+  return { pending: ids.length };
+}
+
 const rl = readline.createInterface({ input: process.stdin });
 for await (const line of rl) {
   const cmd = line.trim();
@@ -105,10 +172,22 @@ for await (const line of rl) {
     }
     continue;
   }
+  const more = { always, revoke, "approve-run": approveRun }[cmd];
+  if (more) {
+    try {
+      say(Object.assign(await more(), { errors: errors.splice(0) }));
+    } catch (e) {
+      say({ error: String(e), errors: errors.splice(0) });
+    }
+    continue;
+  }
   try {
     const c = await nextCard();
     const { card, ...info } = c;
-    if (cmd === "inspect") {
+    if (cmd.startsWith("decline-message ")) {
+      await (await card.$(".message")).fill(cmd.slice("decline-message ".length));
+      await (await card.$(".decline")).click();
+    } else if (cmd === "inspect") {
       info.pwned = await page.evaluate(() => window.__pwned === 1);
       // Let the tables catch up with the events (they redraw at most every 300 ms).
       await page.waitForTimeout(700);
