@@ -1,6 +1,6 @@
 //! Every benchmark in one binary, so that building them links the host once rather than
 //! once per benchmark: `cargo bench --bench all -- <name> [--quick]`, where `<name>` is
-//! `calls`, `records`, `fs`, `process`, `git`, `serve`, `web`, `mcp`, `tokens` or `startup`; with no name, all
+//! `calls`, `records`, `fs`, `process`, `rules`, `git`, `serve`, `web`, `mcp`, `tokens` or `startup`; with no name, all
 //! of them in that order. Each module's documentation says what it measures (BENCHMARKS.md
 //! has the figures).
 
@@ -12,6 +12,7 @@ mod git;
 mod mcp;
 mod process;
 mod records;
+mod rules;
 mod serve;
 mod startup;
 mod tokens;
@@ -79,7 +80,8 @@ unsafe impl std::alloc::GlobalAlloc for BenchAlloc {
 #[global_allocator]
 static GLOBAL: BenchAlloc = BenchAlloc;
 
-const NAMES: &[&str] = &["calls", "records", "fs", "process", "git", "serve", "web", "mcp", "tokens", "startup"];
+const NAMES: &[&str] =
+    &["calls", "records", "fs", "process", "rules", "git", "serve", "web", "mcp", "tokens", "startup"];
 
 #[tokio::main]
 async fn main() {
@@ -106,6 +108,7 @@ async fn main() {
             "records" => records::main().await,
             "fs" => fs::main().await,
             "process" => process::main().await,
+            "rules" => rules::main().await,
             "git" => git::main().await,
             "serve" => serve::main().await,
             "web" => web::main().await,
