@@ -6,32 +6,13 @@
 //! elicitation from the official Python SDK client (once or this run; "always" from
 //! there is a no).
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::clients::http;
 use crate::serve::{Target, py, python_sdk, setup};
 use crate::util;
-
-/// A plain HTTP request: (status, JSON body).
-fn http(addr: &str, method: &str, path: &str, token: &str, body: Option<Value>) -> (u16, Value) {
-    let mut conn = TcpStream::connect(addr).unwrap();
-    let body = body.map(|b| b.to_string()).unwrap_or_default();
-    write!(
-        conn,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut resp = String::new();
-    let _ = conn.read_to_string(&mut resp);
-    let status = resp.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let body = resp.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-    (status, serde_json::from_str(body).unwrap_or(Value::Null))
-}
 
 /// A tool call over MCP's streamable HTTP with an agent token, in a thread: the
 /// structured result or the error envelope, as text.

@@ -41,7 +41,7 @@ fn node() -> Option<PathBuf> {
 }
 
 /// A plain HTTP request to the server (the operator API): (status, JSON body).
-fn http(addr: &str, method: &str, path: &str, token: &str, body: Option<Value>) -> (u16, Value) {
+pub(crate) fn http(addr: &str, method: &str, path: &str, token: &str, body: Option<Value>) -> (u16, Value) {
     let mut conn = TcpStream::connect(addr).unwrap();
     let body = body.map(|b| b.to_string()).unwrap_or_default();
     write!(

@@ -273,14 +273,22 @@ pub struct RunGrant {
     pub rule: LearnedRule,
     /// When it was given.
     pub given: std::time::Instant,
-    /// When its run last used it or asked.
-    pub last: std::time::Instant,
+}
+
+/// One run's grants, and when the run last made a call.
+#[derive(Debug)]
+struct RunEntry {
+    last: std::time::Instant,
+    grants: Vec<RunGrant>,
 }
 
 /// The grants for "this run", per run.
 #[derive(Debug, Default)]
 pub struct RunGrants {
-    runs: Mutex<HashMap<String, Vec<RunGrant>>>,
+    runs: Mutex<HashMap<String, RunEntry>>,
+    /// Whether any run holds a grant: a call of a run without one (nearly every call)
+    /// passes [`RunGrants::touch`] without taking the lock.
+    any: std::sync::atomic::AtomicBool,
 }
 
 impl RunGrants {
@@ -288,41 +296,45 @@ impl RunGrants {
     pub fn grant(&self, run: &str, rule: LearnedRule) {
         let now = std::time::Instant::now();
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
-        runs.entry(run.to_string()).or_default().push(RunGrant { rule, given: now, last: now });
+        let entry = runs.entry(run.to_string()).or_insert_with(|| RunEntry { last: now, grants: Vec::new() });
+        entry.last = now;
+        entry.grants.push(RunGrant { rule, given: now });
+        self.any.store(true, std::sync::atomic::Ordering::Release);
     }
 
-    /// The grant of `run` admitting `p`, when one does and is still live (idle less
-    /// than `idle`, younger than [`RUN_GRANT_MAX`]).
+    /// The grant of `run` admitting `p`, when one does and is still live (its run idle
+    /// less than `idle`, the grant younger than [`RUN_GRANT_MAX`]).
     pub fn find(&self, run: &str, p: &Probe<'_>, idle: Duration) -> Option<LearnedRule> {
         let now = std::time::Instant::now();
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
-        let grants = runs.get_mut(run)?;
-        grants.retain(|g| now.duration_since(g.given) < RUN_GRANT_MAX && now.duration_since(g.last) < idle);
-        for g in grants.iter_mut() {
-            g.last = now;
-        }
-        let found =
-            grants.iter().filter(|g| g.rule.admits(p)).max_by_key(|g| g.rule.words.len()).map(|g| g.rule.clone());
-        if grants.is_empty() {
+        let entry = runs.get_mut(run)?;
+        let idle_too_long = now.duration_since(entry.last) >= idle;
+        entry.grants.retain(|g| !idle_too_long && now.duration_since(g.given) < RUN_GRANT_MAX);
+        entry.last = now;
+        let found = entry.grants.iter().filter(|g| g.rule.admits(p)).max_by_key(|g| g.rule.words.len());
+        let found = found.map(|g| g.rule.clone());
+        if entry.grants.is_empty() {
             runs.remove(run);
+            self.any.store(!runs.is_empty(), std::sync::atomic::Ordering::Release);
         }
         found
     }
 
     /// Keep `run`'s grants alive (it made a call).
     pub fn touch(&self, run: &str) {
-        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(grants) = runs.get_mut(run) {
-            let now = std::time::Instant::now();
-            for g in grants {
-                g.last = now;
-            }
+        if !self.any.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
+        if let Some(entry) = self.runs.lock().unwrap_or_else(|p| p.into_inner()).get_mut(run) {
+            entry.last = std::time::Instant::now();
         }
     }
 
     /// Forget `run`'s grants (it ended).
     pub fn end(&self, run: &str) {
-        self.runs.lock().unwrap_or_else(|p| p.into_inner()).remove(run);
+        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        runs.remove(run);
+        self.any.store(!runs.is_empty(), std::sync::atomic::Ordering::Release);
     }
 }
 
@@ -447,6 +459,15 @@ impl Remembered {
     }
 }
 
+/// What remembered answers compare of a command: its words (the program as typed, then
+/// the arguments) and the request's environment entries, sorted.
+fn words_and_env(p: &super::Prepared) -> (Vec<String>, Vec<(String, String)>) {
+    let words = std::iter::once(p.argv0.clone()).chain(p.args.iter().cloned()).collect();
+    let mut env = p.request_env.clone();
+    env.sort();
+    (words, env)
+}
+
 impl super::Spawner {
     /// The remembered answer admitting `p` in `run`, if any: a grant of this run first,
     /// then a learned rule. Only a command whose card would offer more than once can
@@ -458,9 +479,7 @@ impl super::Spawner {
             return None;
         }
         let program = p.program_id.as_deref()?;
-        let words: Vec<String> = std::iter::once(p.argv0.clone()).chain(p.args.iter().cloned()).collect();
-        let mut env = p.request_env.clone();
-        env.sort();
+        let (words, env) = words_and_env(p);
         let probe =
             Probe { program, words: &words, cwd: &p.cwd_rel, workspace: &p.root, env: &env, now_ms: crate::unix_ms() };
         if let Some(rule) = self.run_grants.find(run, &probe, self.run_idle) {
@@ -488,9 +507,8 @@ impl super::Spawner {
         }
         let n = granted.prefix.unwrap_or(offer.prefix);
         let Some(preview) = offer.prefixes.iter().find(|x| x.words == n) else { return Ok(None) };
-        let words: Vec<String> = std::iter::once(p.argv0.clone()).chain(p.args.iter().cloned()).take(n).collect();
-        let mut env = p.request_env.clone();
-        env.sort();
+        let (mut words, env) = words_and_env(p);
+        words.truncate(n);
         let now = crate::unix_ms();
         let every = granted.every_workspace && scope == Scope::Always;
         let text = if every {

@@ -473,12 +473,7 @@ impl Spawner {
         if id.name() != words[0] {
             return None;
         }
-        let mut writable_places: Vec<PathBuf> = vec![root.to_path_buf(), std::env::temp_dir()];
-        writable_places.extend(self.writable.iter().cloned());
-        writable_places.extend(self.caches.iter().cloned());
-        let places: Vec<PathBuf> =
-            writable_places.iter().map(|w| std::fs::canonicalize(w).unwrap_or_else(|_| w.clone())).collect();
-        if places.iter().any(|w| id.path.starts_with(w)) {
+        if self.writable_place_of(&id.path, root).is_some() {
             return None;
         }
         let execute = if words[0] == "git" {
@@ -499,6 +494,18 @@ impl Spawner {
             execute: Some(execute),
         };
         Some((entry, plan))
+    }
+
+    /// The place commands can write (the workspace `root`, the temporary directory,
+    /// `[process] writable`, the private caches), resolved, that holds `program`, if any:
+    /// a program there may not stay the program a rule or the known-safe list vouched for.
+    fn writable_place_of(&self, program: &Path, root: &Path) -> Option<PathBuf> {
+        [root.to_path_buf(), std::env::temp_dir()]
+            .into_iter()
+            .chain(self.writable.iter().cloned())
+            .chain(self.caches.iter().cloned())
+            .map(|w| std::fs::canonicalize(&w).unwrap_or(w))
+            .find(|w| program.starts_with(w))
     }
 
     /// The words to run, and whether they go through `sh -c`.

@@ -191,18 +191,11 @@ impl Spawner {
         if a.words[0].contains('/') && !a.words[0].starts_with('/') {
             return once("its program lies in the workspace, where commands can change it".into());
         }
-        let writable_places = std::iter::once(a.root.to_path_buf())
-            .chain(std::iter::once(std::env::temp_dir()))
-            .chain(self.writable.iter().cloned())
-            .chain(self.caches.iter().cloned());
-        for place in writable_places {
-            let place = std::fs::canonicalize(&place).unwrap_or(place);
-            if program.path.starts_with(&place) {
-                return once(format!(
-                    "its program lies in {}, where commands can write, so it may not stay the program approved",
-                    place.display()
-                ));
-            }
+        if let Some(place) = self.writable_place_of(&program.path, a.root) {
+            return once(format!(
+                "its program lies in {}, where commands can write, so it may not stay the program approved",
+                place.display()
+            ));
         }
         let shortest = if interpreter(&name) || interpreter(program.name()) {
             match interpreter_prefix(a.words) {

@@ -45,7 +45,8 @@ pub(super) async fn approve_and_run(
     let caps = view.caps()?;
     let scope = &caps.scope;
     let started = Instant::now();
-    let mut asked_confined = None;
+    // A person answered and chose less than full access: a failure says more can be asked.
+    let mut asked_confined = false;
     let tier = match allowed {
         Some(tier) => tier,
         None => {
@@ -76,9 +77,7 @@ pub(super) async fn approve_and_run(
                         (Some(ApprovalTier::Hosts), Some(h)) => Tier::Confined { net: Net::Hosts(h) },
                         _ => Tier::Confined { net: Net::None },
                     };
-                    if asked && tier != Tier::Full {
-                        asked_confined = Some(());
-                    }
+                    asked_confined = asked && tier != Tier::Full;
                     tier
                 }
                 Answer::Cancelled => {
@@ -98,7 +97,7 @@ pub(super) async fn approve_and_run(
     for r in refused {
         scope.deny(capability::command_network(&r.target, &r.why));
     }
-    if asked_confined.is_some() && out.exit_code.is_some_and(|c| c != 0) {
+    if asked_confined && out.exit_code.is_some_and(|c| c != 0) {
         out.stderr.push_str(
             "\n[cheng] This command ran confined: it read only the system, the workspace and its toolchains, and \
              reached only the hosts it was granted. If it failed for that, ask again: the person can grant named \
