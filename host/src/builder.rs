@@ -308,6 +308,18 @@ impl HostBuilder {
             registry.add_mcp(server, tools)?;
         }
         load_errors.extend(plugins::undeclared(&policy, &registry));
+        let config_error = |crate::policy::SettingError(message)| {
+            HostError::Config(crate::policy::ConfigError {
+                path: self
+                    .config
+                    .source
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|| "configuration".into()),
+                message,
+            })
+        };
+        let file_rules = Arc::new(self.config.file_rules::<&str>(&[]).map_err(config_error)?);
         Ok(Host {
             inner: Arc::new(Inner {
                 engine,
@@ -329,6 +341,8 @@ impl HostBuilder {
                 mcp,
                 telemetry,
                 fs_on_workers: self.fs_on_workers,
+                file_rules,
+                file_rules_here: std::sync::Mutex::default(),
             }),
         })
     }

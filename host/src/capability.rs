@@ -246,6 +246,28 @@ pub fn approval(command: &str, why: &str) -> Denial {
     )
 }
 
+/// A read or write of `rel` that a path rule (`[[files.rules]]` or a built-in one)
+/// forbids; `message` says which rule and how to change it.
+pub fn path_rule(rel: &str, write: bool, message: String) -> Denial {
+    Denial::new(if write { Right::Protected } else { Right::FsRead }, rel, ErrorKind::PathRefused, message)
+}
+
+/// A read or write of the protected file `rel` that nobody approved; `why` says how it
+/// ended (empty for a plain decline).
+pub fn path_approval(rel: &str, write: bool, why: &str) -> Denial {
+    let verb = if write { "write" } else { "read" };
+    Denial::new(
+        Right::Approval,
+        rel,
+        ErrorKind::ApprovalDenied,
+        format!(
+            "The human declined to let this tool {verb} \"{}\"{why}, which a path rule protects. Do not try again, \
+             and do not reach the file another way; propose a different approach or ask the user what to do.",
+            cheng_contract::paths::display_path(rel)
+        ),
+    )
+}
+
 /// A tool of an MCP server nobody approved; `why` says how it ended.
 pub fn tool_approval(tool: &str, why: &str) -> Denial {
     Denial::new(

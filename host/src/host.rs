@@ -138,6 +138,14 @@ impl Host {
         Ok(removed)
     }
 
+    /// The "this run" answers still live, as `(run, rule)`: kept in memory only, they
+    /// end with their run, after the run's idle window, or at most twelve hours after
+    /// they were given.
+    pub fn run_grants(&self) -> Vec<(String, crate::process::learned::LearnedRule)> {
+        let spawner = &self.inner.spawner;
+        spawner.run_grants.list(spawner.run_idle)
+    }
+
     /// End run `run`: its "this run" answers are forgotten (the MCP session closed).
     pub fn end_run(&self, run: &str) {
         self.inner.spawner.run_grants.end(run);

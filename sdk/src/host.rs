@@ -202,6 +202,41 @@ pub fn read_file(path: &str, max_bytes: u64) -> Result<Vec<u8>, Failure> {
     crate::wit::cheng::tool::fs::read_file(path, max_bytes).map_err(Failure::from_wit)
 }
 
+/// Whether this call may read the contents of each of `paths`, asked of the host before
+/// reading any by another route than [`read_file`] (streaming a file through the
+/// component's own mount): the grant and the path rules apply, and a protected file is
+/// asked of a person (once per call). The first refusal comes back.
+pub fn may_read(paths: &[String]) -> Result<(), Failure> {
+    crate::wit::cheng::tool::fs::may_read(paths).map_err(Failure::from_wit)
+}
+
+/// What the host's path rules say of one access to a file (see [`path_rules`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathRule {
+    /// Nothing stands in the way (or a person already answered for this call or run).
+    Allow,
+    /// Reading (or writing) it asks a person first.
+    Ask,
+    /// It is refused.
+    Refuse,
+}
+
+/// What the host's path rules say of reading (or, with `write`, changing) each of
+/// `paths`, without asking anyone. A tool that reads many files skips the ones that
+/// are not [`PathRule::Allow`] and says how many it skipped, rather than asking a person
+/// once per file (reading such a file still asks).
+pub fn path_rules(paths: &[String], write: bool) -> Vec<PathRule> {
+    use crate::wit::cheng::tool::fs::{self as wfs, PathRule as W};
+    wfs::path_rules(paths, write)
+        .into_iter()
+        .map(|r| match r {
+            W::Allow => PathRule::Allow,
+            W::Ask => PathRule::Ask,
+            W::Refuse => PathRule::Refuse,
+        })
+        .collect()
+}
+
 /// Read many workspace files in one host call; each entry succeeds or fails alone.
 pub fn read_files(paths: &[String], max_bytes_each: u64) -> Vec<Result<Vec<u8>, Failure>> {
     crate::wit::cheng::tool::fs::read_files(paths, max_bytes_each)

@@ -128,6 +128,74 @@ fn the_api_answers_with_a_scope_lists_and_revokes_rules_and_refuses_agents() {
     assert!(out.contains("read it with read_file") && out.contains("declined"), "{out}");
 }
 
+/// An MCP session over HTTP that makes one `workspace_shell` call per word sent on
+/// `calls` (answering each result on the returned channel) and closes itself (the
+/// client's `DELETE`) when `calls` is dropped.
+fn session(
+    url: String,
+    token: String,
+) -> (std::sync::mpsc::Sender<Value>, std::sync::mpsc::Receiver<String>, std::thread::JoinHandle<()>) {
+    let (calls, todo) = std::sync::mpsc::channel::<Value>();
+    let (done, results) = std::sync::mpsc::channel::<String>();
+    let thread = std::thread::spawn(move || {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async move {
+            use rmcp::ServiceExt;
+            use rmcp::transport::StreamableHttpClientTransport;
+            use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+            let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
+            let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+            while let Ok(args) = tokio::task::block_in_place(|| todo.recv()) {
+                let params = rmcp::model::CallToolRequestParams::new("workspace_shell")
+                    .with_arguments(args.as_object().cloned().unwrap());
+                let r = client.call_tool(params).await.unwrap();
+                let _ = done.send(serde_json::to_string(&r).unwrap());
+            }
+            client.cancel().await.unwrap();
+        })
+    });
+    (calls, results, thread)
+}
+
+#[test]
+fn a_this_run_answer_is_listed_and_ends_when_the_client_closes_its_session() {
+    let s = setup("");
+    let operator = s.token(None, "alice");
+    let agent = s.token(Some("developer"), "agent");
+    let server = s.http();
+    let addr = server.addr.clone();
+    let pending = || http(&addr, "GET", "/api/approvals", &operator, None).1.as_array().cloned().unwrap_or_default();
+    let this_run = || http(&addr, "GET", "/api/rules", &operator, None).1["this_run"].as_array().cloned().unwrap();
+
+    let (calls, results, thread) = session(server.url(), agent);
+    calls.send(json!({"command": "nl", "args": ["inside.txt"]})).unwrap();
+    let id = wait_card(pending, "nl inside.txt").pointer("/request/id").unwrap().as_str().unwrap().to_string();
+    let (st, body) = http(
+        &addr,
+        "POST",
+        &format!("/api/approvals/{id}"),
+        &operator,
+        Some(json!({"decision": "approve", "scope": "run"})),
+    );
+    assert_eq!(st, 200, "{body}");
+    assert!(results.recv_timeout(Duration::from_secs(60)).unwrap().contains("1\\tinside"));
+    // Listed while the session lives, and it admits the next one of its kind unasked.
+    let live = this_run();
+    assert_eq!(live.len(), 1, "{live:?}");
+    assert!(live[0]["run"].as_str().unwrap().starts_with("mcp-"), "{live:?}");
+    calls.send(json!({"command": "nl", "args": ["inside.txt", "-ba"]})).unwrap();
+    assert!(results.recv_timeout(Duration::from_secs(60)).unwrap().contains("1\\tinside"));
+    assert!(pending().is_empty());
+    // The client closes its session: the answer ends with it.
+    drop(calls);
+    thread.join().unwrap();
+    let end = Instant::now() + Duration::from_secs(10);
+    while !this_run().is_empty() {
+        assert!(Instant::now() < end, "the run's answer outlived its session: {:?}", this_run());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn the_cli_answers_for_the_run_and_always_and_lists_and_revokes_rules() {
     let s = setup("");

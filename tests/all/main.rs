@@ -25,6 +25,8 @@ mod remembered;
 mod net_hosts;
 // Each route that answers (API, socket CLI, terminal, MCP client) with its scopes.
 mod answer_routes;
+// Path rules in the file tools: files run later and likely secrets ask; a search skips them.
+mod path_rules;
 // Calls that must end and say what happened: FIFOs, devices, huge patterns and
 // arguments, exit codes, log escapes, the sanitizer, pathspecs, renames, .git spellings.
 mod bounds;

@@ -1,7 +1,8 @@
 //! Network by host name for commands: a rule (or an answer) naming hosts gives the
 //! command its own network namespace whose only way out is the host's proxy, which
 //! checks every target as `web_fetch` is checked. Real `curl` and `git clone` (over
-//! HTTP) against a loopback server given host names through the host builder's
+//! HTTP), `pip download` from a static package index and `npm install` from a static
+//! registry, against a loopback server given host names through the host builder's
 //! resolver (`HostBuilder::resolver`): the named host works, by plain HTTP and by
 //! `CONNECT`; another name, a raw IP, a name that resolves to loopback without `[web]
 //! allow_private`, and a connection that ignores the proxy are all refused, and each
@@ -71,12 +72,24 @@ fn serve_files(root: &Path) -> Files {
                 }
                 let line = String::from_utf8_lossy(&head).lines().next().unwrap_or("").to_string();
                 let path = line.split(' ').nth(1).unwrap_or("/").split('?').next().unwrap_or("/").to_string();
-                let file = root.join(path.trim_start_matches('/'));
+                let mut file = root.join(path.trim_start_matches('/'));
+                // A directory answers with its index (a package index's page, a
+                // registry's package document).
+                if file.is_dir() {
+                    file = ["index.html", "index.json"].iter().map(|i| file.join(i)).find(|f| f.is_file()).unwrap_or(file);
+                }
+                let kind = match file.extension().and_then(|e| e.to_str()) {
+                    Some("html") => "text/html",
+                    Some("json") => "application/json",
+                    _ => "application/octet-stream",
+                };
                 let reply = match std::fs::read(&file) {
                     Ok(body) => {
-                        let mut r =
-                            format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len())
-                                .into_bytes();
+                        let mut r = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                            body.len()
+                        )
+                        .into_bytes();
                         r.extend(body);
                         r
                     }
@@ -208,4 +221,107 @@ async fn a_name_that_resolves_to_loopback_is_refused_without_allow_private() {
     let direct = format!("http://127.0.0.1:{}/hello.txt", server.port);
     let (r, _) = run(&open, ws.path(), json!({"command": "curl", "args": ["-sS", direct]})).await;
     assert_eq!(r.output["stdout"], "hello\n", "{}", r.output);
+}
+
+/// A static package index (PyPI's simple form) and a static npm registry under
+/// `root`, both holding one package `hello-cheng`, the registry's tarball at `port`
+/// under `registry.test`.
+fn package_indexes(root: &Path, port: u16) {
+    let simple = root.join("simple/hello-cheng");
+    std::fs::create_dir_all(&simple).unwrap();
+    let wheel = "hello_cheng-1.0-py3-none-any.whl";
+    // A wheel is a zip archive: Python's own zipfile writes it.
+    let script = "import sys, zipfile\n\
+        z = zipfile.ZipFile(sys.argv[1], 'w')\n\
+        z.writestr('hello_cheng/__init__.py', 'X = 1\\n')\n\
+        z.writestr('hello_cheng-1.0.dist-info/METADATA', 'Metadata-Version: 2.1\\nName: hello-cheng\\nVersion: 1.0\\n')\n\
+        z.writestr('hello_cheng-1.0.dist-info/WHEEL', 'Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')\n\
+        z.writestr('hello_cheng-1.0.dist-info/RECORD', '')\n\
+        z.close()\n";
+    let ok = std::process::Command::new("/usr/bin/python3").arg("-c").arg(script).arg(simple.join(wheel)).status().unwrap();
+    assert!(ok.success());
+    std::fs::write(simple.join("index.html"), format!("<html><body><a href=\"{wheel}\">{wheel}</a></body></html>"))
+        .unwrap();
+
+    let pkg = root.join("npm-src/package");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(pkg.join("package.json"), r#"{"name":"hello-cheng","version":"1.0.0","main":"index.js"}"#).unwrap();
+    std::fs::write(pkg.join("index.js"), "module.exports = 'hello from registry.test';\n").unwrap();
+    let tarballs = root.join("hello-cheng/-");
+    std::fs::create_dir_all(&tarballs).unwrap();
+    let tgz = tarballs.join("hello-cheng-1.0.0.tgz");
+    let ok = std::process::Command::new("tar")
+        .arg("czf")
+        .arg(&tgz)
+        .arg("-C")
+        .arg(root.join("npm-src"))
+        .arg("package")
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let doc = json!({"name": "hello-cheng", "dist-tags": {"latest": "1.0.0"}, "versions": {"1.0.0": {
+        "name": "hello-cheng", "version": "1.0.0", "main": "index.js",
+        "dist": {"tarball": format!("http://registry.test:{port}/hello-cheng/-/hello-cheng-1.0.0.tgz")}}}});
+    std::fs::write(root.join("hello-cheng/index.json"), doc.to_string()).unwrap();
+}
+
+/// `pip download` and `npm install` granted their index's host: they fetch through the
+/// proxy; granted another host, they get nothing and the refusal names the target.
+#[tokio::test(flavor = "multi_thread")]
+async fn pip_and_npm_reach_their_granted_index_and_nothing_else() {
+    let python = Path::new("/usr/bin/python3");
+    let pip = python.is_file()
+        && std::process::Command::new(python).args(["-m", "pip", "--version"]).output().is_ok_and(|o| o.status.success());
+    let npm = std::process::Command::new("npm").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !ready() || !util::require("/usr/bin/python3 -m pip", pip) || !util::require("npm", npm) {
+        return;
+    }
+    let files = tempfile::tempdir().unwrap();
+    let server = serve_files(files.path());
+    let port = server.port;
+    package_indexes(files.path(), port);
+    let rules = |pip_host: &str, npm_host: &str| {
+        format!(
+            "[web]\nallow_private = [\"127.0.0.1\"]\n\
+             [[process.rules]]\nprogram = \"/usr/bin/python3\"\nargs = [\"-m\", \"pip\", \"download\"]\ndecision = \"allow\"\nnetwork = [\"{pip_host}\"]\n\
+             [[process.rules]]\nprogram = \"npm\"\nargs = [\"install\"]\ndecision = \"allow\"\nnetwork = [\"{npm_host}\"]\n"
+        )
+    };
+    let pip_args = json!({"command": "/usr/bin/python3", "args": ["-m", "pip", "download", "--no-deps",
+        "--disable-pip-version-check", "--retries", "0", "--timeout", "10",
+        "--index-url", format!("http://pypi.test:{port}/simple/"), "--trusted-host", "pypi.test",
+        "-d", "dl", "hello-cheng"]});
+    let npm_args = json!({"command": "npm", "args": ["install", "hello-cheng", "--registry",
+        format!("http://registry.test:{port}/"), "--no-audit", "--no-fund", "--ignore-scripts",
+        "--fetch-retries", "0"]});
+
+    // Granted: both fetch through the proxy.
+    let state = tempfile::tempdir().unwrap();
+    let ws = util::workspace();
+    let h = host(&rules("pypi.test", "registry.test"), state.path()).await;
+    let (r, rec) = run(&h, ws.path(), pip_args.clone()).await;
+    assert_eq!(r.output["exit_code"], 0, "{}", r.output);
+    assert!(ws.path().join("dl/hello_cheng-1.0-py3-none-any.whl").is_file(), "{}", r.output);
+    assert_eq!(rec.unasked[0].hosts, vec!["pypi.test".to_string()]);
+    let (r, rec) = run(&h, ws.path(), npm_args.clone()).await;
+    assert_eq!(r.output["exit_code"], 0, "{}", r.output);
+    let installed = std::fs::read_to_string(ws.path().join("node_modules/hello-cheng/index.js")).unwrap();
+    assert!(installed.contains("hello from registry.test"), "{installed}");
+    assert!(rec.denials.is_empty(), "{:?}", rec.denials);
+
+    // Granted another host: nothing fetched, each refusal recorded with its target.
+    let state = tempfile::tempdir().unwrap();
+    let ws = util::workspace();
+    let h = host(&rules("files.pythonhosted.org", "registry.npmjs.org"), state.path()).await;
+    for (args, target) in [(pip_args, format!("pypi.test:{port}")), (npm_args, format!("registry.test:{port}"))] {
+        let (r, rec) = run(&h, ws.path(), args).await;
+        assert_ne!(r.output["exit_code"], 0, "{}", r.output);
+        assert!(
+            rec.denials.iter().any(|d| d.target == target && d.message.contains("not among the hosts")),
+            "{target}: {:?}",
+            rec.denials
+        );
+    }
+    assert!(!ws.path().join("dl/hello_cheng-1.0-py3-none-any.whl").exists());
+    assert!(!ws.path().join("node_modules/hello-cheng").exists());
 }

@@ -22,7 +22,7 @@ use crate::util;
 
 /// Answers each card with the next scripted answer (the last one repeats), keeping the
 /// cards.
-struct Script {
+pub(crate) struct Script {
     cards: Mutex<Vec<ApprovalRequest>>,
     answers: Mutex<Vec<Answer>>,
 }
@@ -37,13 +37,13 @@ impl Approver for Script {
 }
 
 impl Script {
-    fn new(answers: Vec<Answer>) -> Arc<Script> {
+    pub(crate) fn new(answers: Vec<Answer>) -> Arc<Script> {
         Arc::new(Script { cards: Mutex::default(), answers: Mutex::new(answers) })
     }
-    fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         self.cards.lock().unwrap().len()
     }
-    fn last(&self) -> ApprovalRequest {
+    pub(crate) fn last(&self) -> ApprovalRequest {
         self.cards.lock().unwrap().last().cloned().unwrap()
     }
 }

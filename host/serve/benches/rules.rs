@@ -3,7 +3,10 @@
 //!   command that would ask runs it): a command one of them admits, and one none does;
 //! - a 1 MiB download from a loopback HTTP server by real `curl` through the proxy of a
 //!   command granted a named host, against the same `curl` with `network = true`
-//!   (a direct connection), measured interleaved in the same run.
+//!   (a direct connection), measured interleaved in the same run; and the two tiers
+//!   running `curl --version` (no download), which splits the overhead into the
+//!   tier's fixed cost per command (its network namespace, the proxy's start) and the
+//!   proxy's own cost on the transfer.
 //!
 //! Run: `cargo bench --bench all -- rules` (add `--quick` for fewer iterations).
 
@@ -129,6 +132,17 @@ async fn download(h: &Host, ws: &Path, url: &str) -> Duration {
     d
 }
 
+/// The same tiers running `curl --version`: no network used, so what is left is each
+/// tier's fixed cost per command (for the named host: its own network namespace and
+/// the proxy's start).
+async fn no_download(h: &Host, ws: &Path) -> Duration {
+    let t = Instant::now();
+    let r = h.call(&Context::new(ws), "workspace_shell", json!({"command": "curl", "args": ["--version"]})).await;
+    let d = t.elapsed();
+    assert_eq!(r.output["exit_code"], 0, "{}", r.output);
+    d
+}
+
 async fn proxy(n: usize) {
     if !cheng_host::confinement().isolated || std::process::Command::new("curl").arg("--version").output().is_err() {
         println!("proxy: skipped (needs user namespaces and curl)");
@@ -141,12 +155,21 @@ async fn proxy(n: usize) {
     let (via, plain) = (format!("http://files.bench:{port}/f"), format!("http://127.0.0.1:{port}/f"));
     let _ = download(&named, ws.path(), &via).await;
     let _ = download(&direct, ws.path(), &plain).await;
-    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let (mut a, mut b, mut c, mut d) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..n {
         a.push(download(&named, ws.path(), &via).await);
         b.push(download(&direct, ws.path(), &plain).await);
+        c.push(no_download(&named, ws.path()).await);
+        d.push(no_download(&direct, ws.path()).await);
     }
+    let (a50, b50, c50, d50) = (common::p50(a.clone()), common::p50(b.clone()), common::p50(c.clone()), common::p50(d.clone()));
     common::report("curl, 1 MiB through the proxy (named host)", "direct (network = true)", a, b);
+    common::report("curl --version, named-host tier (no download)", "network = true", c, d);
+    let ms = |x: Duration| x.as_secs_f64() * 1e3;
+    println!(
+        "the proxy's own cost on the 1 MiB download (whole overhead less the tier's fixed cost): {:.3} ms",
+        (ms(a50) - ms(b50)) - (ms(c50) - ms(d50))
+    );
 }
 
 /// The benchmark (`cargo bench --bench all -- rules`).

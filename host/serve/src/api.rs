@@ -8,7 +8,7 @@
 //! | `GET /api/approvals` | the requests waiting, oldest first |
 //! | `POST /api/approvals/{id}` | `{"decision": "approve" \| "decline"}`, and for a yes `scope` (`once`, `run`, `always`), `tier` (`confined`, `hosts`, `full`), `hosts`, `prefix`, `every_workspace`, `expires_in_ms`; for a no `message`: first answer wins; later: 409; one the card does not offer: 422 |
 //! | `POST /api/runs/{id}/approvals` | the same body, answering every request the run waits on: `{"answered": [ids]}` |
-//! | `GET /api/rules` | the learned rules: each one's rule in words, who saved it from which card, when, its matches and last match |
+//! | `GET /api/rules` | the learned rules (`rules`): each one's rule in words, who saved it from which card, when, its matches and last match; and the "this run" answers still live (`this_run`: `{run, rule}`), which end with their run |
 //! | `DELETE /api/rules/{id}` | revoke one (recorded in the audit log); 404 when there is none |
 //! | `GET /api/approvals/history` | requests no longer waiting, newest first: who asked, the outcome, who answered, the wait; `decision`, `run`, `before`, `limit` |
 //! | `GET /api/records` | the audit log, newest first: `tool`, `status`, `run`, `since`, `before`, `limit` |
@@ -346,7 +346,11 @@ async fn answer_run(
 /// `GET /api/rules`.
 async fn rules(State(host): State<Host>) -> Response {
     match host.learned_rules() {
-        Ok(list) => Json(json!({"rules": shown(json!(list))})).into_response(),
+        Ok(list) => {
+            let runs: Vec<Value> =
+                host.run_grants().into_iter().map(|(run, rule)| json!({"run": run, "rule": rule})).collect();
+            Json(json!({"rules": shown(json!(list)), "this_run": shown(json!(runs))})).into_response()
+        }
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, Json(json!({"error": e.to_string()}))).into_response(),
     }
 }

@@ -390,9 +390,15 @@ pub async fn serve(
         // JSON body; one that sends progress first still gets an event stream.
         .with_json_response(true)
         .with_cancellation_token(shutdown.child_token());
+    let closer = mcp.clone();
     let service = StreamableHttpService::new(move || Ok(mcp.clone()), Arc::new(sessions), http_config);
-    let app = super::api::routes(host)
+    // A session its client deletes ends its run ("this run" answers included); one
+    // that goes idle ends with the transport's keep-alive and the grants' idle window.
+    let mcp_routes = axum::Router::new()
         .nest_service("/mcp", service)
+        .layer(middleware::from_fn_with_state(closer, close_session));
+    let app = super::api::routes(host)
+        .merge(mcp_routes)
         .layer(axum::Extension(super::api::ShuttingDown(shutdown.clone())))
         .layer(middleware::from_fn_with_state(gate, gate_fn))
         .layer(axum::middleware::map_response(|mut r: Response| async move {
@@ -407,6 +413,24 @@ pub async fn serve(
         .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
         .await
         .map_err(ServeError::Io)
+}
+
+/// After a successful `DELETE /mcp` (the client ends its session), end the session's run.
+async fn close_session(
+    axum::extract::State(mcp): axum::extract::State<ChengMcp>,
+    req: axum::extract::Request,
+    next: middleware::Next,
+) -> Response {
+    let closing = (req.method() == axum::http::Method::DELETE)
+        .then(|| req.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_string))
+        .flatten();
+    let resp = next.run(req).await;
+    if let Some(sid) = closing
+        && resp.status().is_success()
+    {
+        mcp.session_closed(&sid);
+    }
+    resp
 }
 
 /// Append one refusal to an access log (`access.jsonl`, mode 0600), stamped with the

@@ -250,12 +250,23 @@ impl ChengMcp {
         }
         let parts = parts(cx);
         if let Some(s) = parts.and_then(|p| p.headers.get("mcp-session-id")).and_then(|v| v.to_str().ok()) {
-            return format!("mcp-{}", sanitize(s));
+            return session_run(s);
         }
         match parts.and_then(|p| p.extensions.get::<Connection>()) {
             Some(c) => format!("conn-{}", sanitize(&c.0)),
             None => format!("mcp-{}", cheng_host::new_id()),
         }
+    }
+
+    /// MCP session `sid` was closed by its client: the run ends (its "this run"
+    /// answers are forgotten) and so does what the session chose.
+    pub fn session_closed(&self, sid: &str) {
+        let run = session_run(sid);
+        self.inner.host.end_run(&run);
+        lock(&self.inner.chosen).remove(sid);
+        lock(&self.inner.levels).remove(sid);
+        lock(&self.inner.sessions).remove(&run);
+        tracing::debug!(target: "cheng::server", session = %sanitize(sid), "session closed; its run ended");
     }
 
     /// The session's own limit on calls in flight.
@@ -339,6 +350,11 @@ fn severity(l: LoggingLevel) -> u8 {
 fn error_result(message: String, kind: ErrorKind, terminal: bool) -> CallToolResult {
     let r = ToolResult::failure(String::new(), Status::Error, kind, message, terminal, Duration::ZERO);
     CallToolResult::error(vec![ContentBlock::text(r.output.to_string())])
+}
+
+/// The run of MCP session `sid`.
+fn session_run(sid: &str) -> String {
+    format!("mcp-{}", sanitize(sid))
 }
 
 fn sanitize(s: &str) -> String {

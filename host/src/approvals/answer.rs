@@ -220,6 +220,26 @@ impl Answer {
             let why = offer.once_only.as_deref().unwrap_or("the card does not offer it");
             return Err(format!("\"{}\" is not offered for this request: {why}", self.scope.as_str()));
         }
+        if offer.tiers.is_empty() {
+            // A card that is not a command's (a protected file): no tier, hosts or
+            // prefix; a plain "confined" from a route that always sends one is fine.
+            if self.tier.is_some_and(|t| t != Tier::Confined) || self.hosts.as_ref().is_some_and(|h| !h.is_empty()) {
+                return Err("this request is not a command: it offers no tier and no hosts".into());
+            }
+            if route == Route::Client && self.scope == Scope::Always {
+                return Err("an answer from the MCP client can be once or for this run".into());
+            }
+            return Ok(Answer {
+                decision: self.decision,
+                scope: self.scope,
+                message: None,
+                tier: None,
+                hosts: None,
+                prefix: None,
+                every_workspace: false,
+                expires_in_ms: None,
+            });
+        }
         let tier = match (self.tier, &self.hosts) {
             (Some(t), _) => t,
             (None, Some(h)) if !h.is_empty() => Tier::Hosts,

@@ -30,6 +30,7 @@ use wasmtime::component::Linker;
 
 use crate::approvals::Broker;
 use crate::call::{CallScope, RecordSink, say};
+use crate::policy::files::FileRules;
 use crate::policy::{Config, Policy};
 use crate::process::Spawner;
 use crate::records::{CallRecord, Status};
@@ -65,6 +66,11 @@ pub(crate) struct Inner {
     pub(crate) telemetry: Option<crate::telemetry::Telemetry>,
     /// `HostBuilder::blocking_fs_on_workers` (benchmarks and tests only).
     pub(crate) fs_on_workers: bool,
+    /// The path rules (`[files]`) for a workspace holding none of the host's files.
+    pub(crate) file_rules: Arc<FileRules>,
+    /// The path rules for workspaces that hold some (the host's files as a floor), by
+    /// those files.
+    pub(crate) file_rules_here: std::sync::Mutex<std::collections::HashMap<Vec<String>, Arc<FileRules>>>,
 }
 
 impl Inner {
@@ -76,6 +82,33 @@ impl Inner {
             .map(|rel| rel.to_string_lossy().into_owned())
             .filter(|rel| !rel.is_empty())
             .collect()
+    }
+
+    /// The path rules for a workspace holding the host's files `protected` (relative):
+    /// the configured rules with those files as a floor, compiled once per set.
+    pub(crate) fn file_rules_in(&self, protected: &[String]) -> Arc<FileRules> {
+        if protected.is_empty() {
+            return self.file_rules.clone();
+        }
+        let mut cache = self.file_rules_here.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(r) = cache.get(protected) {
+            return r.clone();
+        }
+        // The configuration compiled once at build, so only the host files can differ;
+        // should they not compile, the capability check still refuses every write to
+        // them.
+        let rules = match self.config.file_rules(protected) {
+            Ok(r) => Arc::new(r),
+            Err(e) => {
+                tracing::error!(target: "cheng::files", "the path rules with the host's files: {e}");
+                self.file_rules.clone()
+            }
+        };
+        if cache.len() > 64 {
+            cache.clear();
+        }
+        cache.insert(protected.to_vec(), rules.clone());
+        rules
     }
 
     /// One call, every stage, and its record ([`crate::Host::call_recorded`]).
@@ -169,6 +202,7 @@ impl Inner {
         let spec = entry.spec();
         let effective = inner.policy.effective(&scope.tool, &spec.needs, &component.grant);
         let protected = inner.protected_in(guard.root());
+        let file_rules = inner.file_rules_in(&protected);
 
         // 4. The running record; the audit log must take it.
         inner.records.start(scope)?;
@@ -180,6 +214,9 @@ impl Inner {
             guard: guard.clone(),
             mounts: effective.mounts.clone(),
             protected,
+            file_rules,
+            reads_git: component.is_builtin() && matches!(component.name.as_str(), "git" | "git-write"),
+            paths_answered: std::sync::Mutex::default(),
             spawn: effective.spawn,
             run_state: inner.run_state.scope(&scope.cx.run, &component.name),
             spawner: inner.spawner.clone(),

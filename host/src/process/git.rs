@@ -121,11 +121,11 @@ fn config_files(guard: &Guard, cwd: &Path) -> Result<Vec<PathBuf>, Refusal> {
     Ok(out)
 }
 
-/// The `(section, name)` of every `[filter "x"]`, `[diff "x"]` and `[merge "x"]`
-/// defined in `files` or the files they include (all of them, whatever an
-/// `includeIf` condition says), each read by the guard's rules.
-fn drivers(guard: &Guard, files: &[PathBuf]) -> Result<BTreeSet<(String, String)>, Refusal> {
-    let mut found = BTreeSet::new();
+/// Every entry of `files` and the files they include (all of them, whatever an
+/// `includeIf` condition says), in the order git reads them, each file read by the
+/// guard's rules.
+fn all_entries(guard: &Guard, files: &[PathBuf]) -> Result<Vec<ConfigEntry>, Refusal> {
+    let mut out = Vec::new();
     let mut queue: Vec<(PathBuf, usize)> = files.iter().rev().map(|f| (f.clone(), 0)).collect();
     let mut seen = BTreeSet::new();
     while let Some((file, depth)) = queue.pop() {
@@ -145,23 +145,78 @@ fn drivers(guard: &Guard, files: &[PathBuf]) -> Result<BTreeSet<(String, String)
         let kind = if depth == 0 { CONFIG } else { INCLUDED };
         let Some(text) = repo_files::read(guard, &file, kind)? else { continue };
         for e in entries(&text) {
-            if let Some(name) = &e.sub
-                && DRIVER_KEYS.iter().any(|(s, _)| *s == e.section)
-            {
-                found.insert((e.section.clone(), name.clone()));
-            }
-            // `diff.external` cannot be emptied (git would try to run a program named
-            // ""), so it is overridden only where the repository sets it.
-            if e.section == "diff" && e.sub.is_none() && e.key == "external" {
-                found.insert(("diff.external".into(), String::new()));
-            }
             // `[include] path` and `[includeIf "<condition>"] path`.
             if (e.section == "include" || (e.section == "includeif" && e.sub.is_some())) && e.key == "path" {
                 queue.push((include_target(&file, &e.value), depth + 1));
             }
+            out.push(e);
+        }
+    }
+    Ok(out)
+}
+
+/// The `(section, name)` of every `[filter "x"]`, `[diff "x"]` and `[merge "x"]`
+/// defined in `files` or the files they include.
+fn drivers(guard: &Guard, files: &[PathBuf]) -> Result<BTreeSet<(String, String)>, Refusal> {
+    let mut found = BTreeSet::new();
+    for e in all_entries(guard, files)? {
+        if let Some(name) = &e.sub
+            && DRIVER_KEYS.iter().any(|(s, _)| *s == e.section)
+        {
+            found.insert((e.section.clone(), name.clone()));
+        }
+        // `diff.external` cannot be emptied (git would try to run a program named
+        // ""), so it is overridden only where the repository sets it.
+        if e.section == "diff" && e.sub.is_none() && e.key == "external" {
+            found.insert(("diff.external".into(), String::new()));
         }
     }
     Ok(found)
+}
+
+/// Subcommands that reach a remote named in their arguments (or `origin`).
+const REMOTE_SUBCOMMANDS: &[&str] = &["fetch", "pull", "push", "ls-remote", "remote", "submodule"];
+
+/// The URLs of the remotes a git command (`args`, after `git`) started in `cwd` would
+/// reach, read from the repository's configuration (includes followed), never by
+/// running git: the remotes its arguments name, else `origin`, else the only remote;
+/// `url.<base>.insteadOf` applied. Empty when the command reaches no remote or the
+/// configuration cannot be read.
+pub(crate) fn remote_urls(guard: &Guard, cwd: &Path, args: &[String]) -> Vec<String> {
+    let Some(sub) = args.iter().find(|a| !a.starts_with('-')) else { return Vec::new() };
+    if !REMOTE_SUBCOMMANDS.contains(&sub.as_str()) {
+        return Vec::new();
+    }
+    let Ok(all) = config_files(guard, cwd).and_then(|files| all_entries(guard, &files)) else {
+        return Vec::new();
+    };
+    let pushing = sub == "push";
+    let mut urls: Vec<(String, String)> = Vec::new();
+    let mut rewrites: Vec<(String, String)> = Vec::new();
+    for e in &all {
+        match (e.section.as_str(), &e.sub, e.key.as_str()) {
+            ("remote", Some(name), "url") => urls.push((name.clone(), e.value.clone())),
+            ("remote", Some(name), "pushurl") if pushing => urls.push((name.clone(), e.value.clone())),
+            ("url", Some(base), "insteadof") => rewrites.push((e.value.clone(), base.clone())),
+            ("url", Some(base), "pushinsteadof") if pushing => rewrites.push((e.value.clone(), base.clone())),
+            _ => {}
+        }
+    }
+    let names: BTreeSet<&str> = urls.iter().map(|(n, _)| n.as_str()).collect();
+    let named: Vec<&str> = args.iter().filter_map(|a| names.get(a.as_str()).copied()).collect();
+    let chosen: Vec<&str> = match (named.is_empty(), names.len()) {
+        (false, _) => named,
+        (true, 1) => names.into_iter().collect(),
+        (true, _) => vec!["origin"],
+    };
+    let rewrite = |url: &str| -> String {
+        // The longest matching prefix wins, as in git.
+        match rewrites.iter().filter(|(from, _)| url.starts_with(from.as_str())).max_by_key(|(from, _)| from.len()) {
+            Some((from, to)) => format!("{to}{}", &url[from.len()..]),
+            None => url.to_string(),
+        }
+    };
+    urls.iter().filter(|(n, _)| chosen.contains(&n.as_str())).map(|(_, u)| rewrite(u)).collect()
 }
 
 /// One `key = value` of a git configuration file, under its section.
@@ -275,6 +330,32 @@ mod tests {
         for key in ["filter.lfs.clean", "filter.lfs.process", "diff.pic.textconv", "merge.ours.driver"] {
             assert!(text.iter().any(|t| t.ends_with(&format!("={key}"))), "{key}: {text:?}");
         }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn remotes_are_read_from_the_configuration_never_run() {
+        let dir = std::env::temp_dir().join(format!("cheng-gitremote-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join(".git")).unwrap();
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(
+            dir.join(".git/config"),
+            "[remote \"origin\"]\n\turl = https://code.example/a.git\n\tpushurl = https://push.example/a.git\n\
+             [remote \"mirror\"]\n\turl = gh:b/c\n[include]\n\tpath = ../more.cfg\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("more.cfg"), "[url \"https://github.com/\"]\n\tinsteadOf = gh:\n").unwrap();
+        let guard = Guard::new(&dir).unwrap();
+        let w = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let sub = dir.join("sub");
+        assert_eq!(remote_urls(&guard, &sub, &w(&["fetch"])), ["https://code.example/a.git"]);
+        assert_eq!(remote_urls(&guard, &sub, &w(&["pull", "mirror", "main"])), ["https://github.com/b/c"]);
+        assert_eq!(
+            remote_urls(&guard, &sub, &w(&["push", "origin"])),
+            ["https://code.example/a.git", "https://push.example/a.git"]
+        );
+        assert!(remote_urls(&guard, &sub, &w(&["status"])).is_empty());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

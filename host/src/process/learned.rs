@@ -280,6 +280,15 @@ pub struct RunGrant {
 struct RunEntry {
     last: std::time::Instant,
     grants: Vec<RunGrant>,
+    /// Protected files a person let this run read or write (`read:<path>`,
+    /// `write:<path>`), with when.
+    paths: Vec<(String, std::time::Instant)>,
+}
+
+impl RunEntry {
+    fn new(now: std::time::Instant) -> RunEntry {
+        RunEntry { last: now, grants: Vec::new(), paths: Vec::new() }
+    }
 }
 
 /// The grants for "this run", per run.
@@ -296,7 +305,7 @@ impl RunGrants {
     pub fn grant(&self, run: &str, rule: LearnedRule) {
         let now = std::time::Instant::now();
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = runs.entry(run.to_string()).or_insert_with(|| RunEntry { last: now, grants: Vec::new() });
+        let entry = runs.entry(run.to_string()).or_insert_with(|| RunEntry::new(now));
         entry.last = now;
         entry.grants.push(RunGrant { rule, given: now });
         self.any.store(true, std::sync::atomic::Ordering::Release);
@@ -313,11 +322,43 @@ impl RunGrants {
         entry.last = now;
         let found = entry.grants.iter().filter(|g| g.rule.admits(p)).max_by_key(|g| g.rule.words.len());
         let found = found.map(|g| g.rule.clone());
-        if entry.grants.is_empty() {
+        if idle_too_long {
+            entry.paths.clear();
+        }
+        if entry.grants.is_empty() && entry.paths.is_empty() {
             runs.remove(run);
             self.any.store(!runs.is_empty(), std::sync::atomic::Ordering::Release);
         }
         found
+    }
+
+    /// Remember that a person let `run` have `access` to the protected file `path`.
+    pub fn grant_path(&self, run: &str, access: &str, path: &str) {
+        let now = std::time::Instant::now();
+        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = runs.entry(run.to_string()).or_insert_with(|| RunEntry::new(now));
+        entry.last = now;
+        entry.paths.push((format!("{access}:{path}"), now));
+        self.any.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether `run` holds a live grant of `access` to `path` (same limits as
+    /// [`RunGrants::find`]).
+    pub fn has_path(&self, run: &str, access: &str, path: &str, idle: Duration) -> bool {
+        if !self.any.load(std::sync::atomic::Ordering::Acquire) {
+            return false;
+        }
+        let now = std::time::Instant::now();
+        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(entry) = runs.get_mut(run) else { return false };
+        if now.duration_since(entry.last) >= idle {
+            entry.paths.clear();
+            entry.grants.clear();
+        }
+        entry.paths.retain(|(_, given)| now.duration_since(*given) < RUN_GRANT_MAX);
+        entry.last = now;
+        let key = format!("{access}:{path}");
+        entry.paths.iter().any(|(k, _)| *k == key)
     }
 
     /// Keep `run`'s grants alive (it made a call).
@@ -328,6 +369,24 @@ impl RunGrants {
         if let Some(entry) = self.runs.lock().unwrap_or_else(|p| p.into_inner()).get_mut(run) {
             entry.last = std::time::Instant::now();
         }
+    }
+
+    /// The live grants of every run, as `(run, rule)`, oldest first within a run.
+    pub fn list(&self, idle: Duration) -> Vec<(String, LearnedRule)> {
+        let now = std::time::Instant::now();
+        let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out: Vec<(String, LearnedRule)> = runs
+            .iter()
+            .filter(|(_, e)| now.duration_since(e.last) < idle)
+            .flat_map(|(run, e)| {
+                e.grants
+                    .iter()
+                    .filter(|g| now.duration_since(g.given) < RUN_GRANT_MAX)
+                    .map(|g| (run.clone(), g.rule.clone()))
+            })
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.saved_at_ms.cmp(&b.1.saved_at_ms)));
+        out
     }
 
     /// Forget `run`'s grants (it ended).

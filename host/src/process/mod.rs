@@ -415,6 +415,7 @@ impl Spawner {
                 cwd_abs: &cwd_abs,
                 explicit_prompt: decided.ruled,
                 protected_here,
+                guard,
             })
         });
         Ok(Prepared {

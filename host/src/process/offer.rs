@@ -10,8 +10,9 @@
 //! configuration or state lies in the workspace, or an operator rule asks every time.
 //!
 //! The hosts proposed come from the operator's `[process.hosts]` table and its
-//! built-in entries (package registries), and for git from the URL in its arguments;
-//! nothing is run to find them.
+//! built-in entries (package registries), and for git from the URL in its arguments
+//! or the repository's remote as its configuration names it; nothing is run to find
+//! them.
 
 use std::path::Path;
 
@@ -31,6 +32,8 @@ pub(super) struct Asking<'a> {
     pub cwd_abs: &'a Path,
     pub explicit_prompt: bool,
     pub protected_here: bool,
+    /// For git: the workspace's guard, to read the repository's remotes.
+    pub guard: &'a crate::guard::Guard,
 }
 
 /// Interpreters: given code, they run anything; given a script or module, the rule
@@ -149,7 +152,19 @@ impl Spawner {
         let hosts = if !netns {
             Vec::new()
         } else if name == "git" {
-            a.words.iter().skip(1).find_map(|w| url_host(w)).into_iter().collect()
+            // A URL in its arguments, else the remote it names (or `origin`) as the
+            // repository's configuration spells it.
+            match a.words.iter().skip(1).find_map(|w| url_host(w)) {
+                Some(host) => vec![host],
+                None => {
+                    let mut hosts: Vec<String> = super::git::remote_urls(a.guard, a.cwd_abs, &a.words[1..])
+                        .iter()
+                        .filter_map(|u| url_host(u))
+                        .collect();
+                    hosts.dedup();
+                    hosts
+                }
+            }
         } else if interpreter(&name) && a.words.get(1).is_some_and(|w| w == "-m") {
             a.words.get(2).map(|m| self.cfg.proposed_hosts(m)).unwrap_or_default()
         } else {

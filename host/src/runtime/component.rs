@@ -96,6 +96,11 @@ const DESCRIBE_MEMORY: usize = 64 << 20;
 const DESCRIBE_CPU: Duration = Duration::from_secs(10);
 
 impl LoadedComponent {
+    /// Whether it is embedded in the host (a built-in), not a plugin loaded from a file.
+    pub fn is_builtin(&self) -> bool {
+        matches!(self.source, Source::Static(..))
+    }
+
     /// Load a component: its tools come from the describe cache when present, else from
     /// `known` (a built-in's description recorded with the source, so a fresh state
     /// directory lists the tools without compiling anything), else from running its

@@ -64,6 +64,17 @@ pub(crate) fn file_patch(
     }
     let o = old.as_ref().map(|x| x.2).unwrap_or(b"");
     let n = new.as_ref().map(|x| x.2).unwrap_or(b"");
+    // A file the host's path rules protect from reading (a likely secret): its lines
+    // are never shown, whatever revision they come from.
+    let name = String::from_utf8_lossy(path).into_owned();
+    if cheng_sdk::host::path_rules(std::slice::from_ref(&name), false).first() != Some(&cheng_sdk::host::PathRule::Allow)
+    {
+        s.push_str(
+            "Contents not shown: a path rule protects this file (read_file on it asks a person; the operator's \
+             [[files.rules]] can allow it)\n",
+        );
+        return s;
+    }
     if old.as_ref().is_some_and(|x| x.1 == new.as_ref().map(|y| y.1).unwrap_or(x.1)) && o == n {
         return s; // mode change only
     }

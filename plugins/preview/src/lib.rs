@@ -107,6 +107,8 @@ impl Tool for WorkspacePreview {
                 Some(p) => {
                     let r = cx.resolve(p)?;
                     out.source_path = Some(r.rel.clone());
+                    // Streamed through this tool's own mount: the host's rules first.
+                    host::may_read(std::slice::from_ref(&r.rel))?;
                     file_metadata(&r.path, &r.rel)?
                 }
                 None => {

@@ -98,6 +98,8 @@ pub struct Output {
     files_searched: u64,
     // Larger than max_file_bytes (of the files reached before max_matches stopped the search).
     files_skipped_large: u64,
+    // Protected by the host's path rules (likely secrets such as .env, or files the rules refuse): never read, counted here. read_file on one of them asks a person.
+    files_skipped_protected: u64,
 }
 
 fn line_text(bytes: &[u8]) -> String {
@@ -225,6 +227,12 @@ impl Tool for SearchFiles {
                 true
             })?;
         }
+        // Files the path rules protect are skipped and counted, never asked for one by one.
+        let rules = cheng_sdk::host::path_rules(&todo, false);
+        let before = todo.len();
+        let mut verdicts = rules.into_iter();
+        todo.retain(|_| verdicts.next().is_none_or(|r| r == cheng_sdk::host::PathRule::Allow));
+        let files_skipped_protected = (before - todo.len()) as u64;
         let first_max = input.max_file_bytes.min(BATCH_FILE_BYTES);
         'batches: for names in todo.chunks(BATCH_FILES) {
             let loaded = cheng_sdk::host::read_files(names, first_max);
@@ -275,6 +283,19 @@ impl Tool for SearchFiles {
         if files_skipped_large > 0 {
             summary.push_str(&format!("; {files_skipped_large} files over max_file_bytes were skipped"));
         }
-        Ok(Output { success: true, summary, matches, truncated, files_searched, files_skipped_large })
+        if files_skipped_protected > 0 {
+            summary.push_str(&format!(
+                "; {files_skipped_protected} protected files (likely secrets) were not searched"
+            ));
+        }
+        Ok(Output {
+            success: true,
+            summary,
+            matches,
+            truncated,
+            files_searched,
+            files_skipped_large,
+            files_skipped_protected,
+        })
     }
 }

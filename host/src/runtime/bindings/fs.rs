@@ -1,7 +1,9 @@
 //! `cheng:tool/fs`: reads, directory listings, atomic writes and removals done by the
 //! host through the workspace guard — reads only under a mount of the call's grant,
-//! writes only under a read-write one and never on a protected path. Every refusal of a
-//! right goes into the call's record (and the `cheng::denials` log).
+//! writes only under a read-write one and never on a protected path — and by the path
+//! rules (`[files]`): reading or changing a file a rule protects is refused or asked of
+//! a person (listing names is not reading). Every refusal of a right goes into the
+//! call's record (and the `cheng::denials` log).
 //!
 //! Work that may wait on the disk for long — a write's two syncs, a removal's sync, the
 //! threads of a large `stat-dirs` — runs on the runtime's blocking threads, never on the
@@ -11,24 +13,120 @@
 //! (`allow_blocking_current_thread`, measured faster; see `runtime::call`).
 
 use std::sync::Arc;
+use std::time::Instant;
 
-use super::generated::cheng::tool::fs::{self as wfs, Host, WriteResult};
+use super::generated::cheng::tool::fs::{self as wfs, Host, PathRule, WriteResult};
 use super::generated::cheng::tool::types::{ErrorKind, Failure};
-use super::{ChengView, ImportError, failure as fail, refused};
+use super::{ChengView, ImportError, denied, failure as fail, refused};
+use crate::approvals::{Offer, Scope};
+use crate::call::{Answer, say, why_not};
 use crate::capability::{self, Refused};
 use crate::guard::{Guard, GuardError, ReadError, WriteError};
+use crate::policy::files::{Access, DecidingRule, Verdict};
+use crate::policy::process::RuleDecision;
 
 impl ChengView<'_> {
-    /// The first statement of every `fs` function: the capability check — may this
-    /// call read (any mount covering `path`) or write (a read-write mount, and not a
-    /// protected path) there? A denial goes into the call's record.
-    fn fs_access(&self, path: &str, write: bool) -> Result<Arc<Guard>, Failure> {
+    /// The capability check: may this call read (any mount covering `path`) or write (a
+    /// read-write mount, and not a protected path) there? A denial goes into the call's
+    /// record. The path rules come after it ([`ChengView::fs_ruled`]).
+    fn fs_access(&self, path: &str, write: bool) -> Result<(Arc<Guard>, String), Failure> {
         let caps = self.caps()?;
         let root = caps.guard.root().to_string_lossy();
         match capability::fs(&caps.mounts, &caps.protected, path, write, &root) {
-            Ok(_) => Ok(caps.guard.clone()),
+            Ok(rel) => Ok((caps.guard.clone(), rel)),
             Err(Refused::Denied(d)) => Err(refused(&caps.scope, d)),
             Err(Refused::Invalid { kind, message }) => Err(fail(kind, message)),
+        }
+    }
+
+    /// What the path rules say of `access` to `rel` for this component: the built-in
+    /// git component reads `.git` (it is a repository's reader); every other reading
+    /// and writing of a file's contents goes by the rules.
+    fn verdict(&self, rel: &str, access: Access) -> Result<Verdict<'_>, Failure> {
+        let caps = self.caps()?;
+        let v = caps.file_rules.check(rel, access);
+        let git = matches!(v.rule, Some(DecidingRule::BuiltIn(b)) if b.is_git());
+        if git && access == Access::Read && caps.reads_git {
+            return Ok(Verdict { decision: RuleDecision::Allow, rule: None });
+        }
+        Ok(v)
+    }
+
+    /// The first statement of every `fs` function that reads or changes a file's
+    /// contents: the capability check, then the path rules — allowed; refused (the
+    /// denial names the rule and how to change it); or asked of a person, whose yes
+    /// holds for the rest of the call (once) or of the run ("this run"). Every refusal
+    /// is recorded.
+    async fn fs_ruled(&mut self, path: &str, write: bool) -> Result<Arc<Guard>, Failure> {
+        let (guard, rel) = self.fs_access(path, write)?;
+        let access = if write { Access::Write } else { Access::Read };
+        let (decision, message) = {
+            let v = self.verdict(&rel, access)?;
+            (v.decision, v.message(&rel, access))
+        };
+        match decision {
+            RuleDecision::Allow => Ok(guard),
+            RuleDecision::Forbid => {
+                let caps = self.caps()?;
+                Err(refused(&caps.scope, capability::path_rule(&rel, write, message)))
+            }
+            RuleDecision::Prompt => {
+                self.ask_path(&rel, access, message).await?;
+                Ok(guard)
+            }
+        }
+    }
+
+    /// Ask a person for `access` to the protected file `rel` (`why`: the rule and how
+    /// to change it), unless this call or this run already has the answer.
+    async fn ask_path(&mut self, rel: &str, access: Access, why: String) -> Result<(), Failure> {
+        let caps = self.caps()?;
+        let key = format!("{}:{rel}", access.as_str());
+        let run = caps.scope.cx.run.clone();
+        let spawner = caps.spawner.clone();
+        if caps.paths_answered.lock().unwrap_or_else(|p| p.into_inner()).contains(&key) {
+            return Ok(());
+        }
+        if spawner.run_grants.has_path(&run, access.as_str(), rel, spawner.run_idle) {
+            tracing::info!(target: "approvals", run = %run, path = %rel, access = access.as_str(),
+                "a protected file's access answered for this run");
+            caps.paths_answered.lock().unwrap_or_else(|p| p.into_inner()).insert(key);
+            return Ok(());
+        }
+        let write = access == Access::Write;
+        let scope = caps.scope.clone();
+        let broker = caps.broker.clone();
+        let shown = cheng_contract::paths::display_path(rel);
+        let summary = match access {
+            Access::Read => format!("read the protected file {shown}"),
+            Access::Write => format!("write the protected file {shown}"),
+        };
+        let card = scope.card(summary, why, String::new()).with_offer(Offer {
+            scopes: vec![Scope::Once, Scope::Run],
+            once_only: None,
+            prefixes: Vec::new(),
+            prefix: 0,
+            tiers: Vec::new(),
+            hosts: Vec::new(),
+            full: String::new(),
+        });
+        let started = Instant::now();
+        let answer = scope.ask(&broker, card, |d| capability::path_approval(rel, write, why_not(d))).await;
+        self.ctx.budget.add_wait(started.elapsed());
+        match answer {
+            Answer::Go { granted, .. } => {
+                if granted.scope == Some(Scope::Run) {
+                    spawner.run_grants.grant_path(&run, access.as_str(), rel);
+                }
+                let caps = self.caps()?;
+                caps.paths_answered.lock().unwrap_or_else(|p| p.into_inner()).insert(key);
+                Ok(())
+            }
+            Answer::Cancelled => {
+                let nothing = if write { "nothing was written" } else { "nothing was read" };
+                Err(fail(cheng_contract::ErrorKind::Cancelled, say::cancelled_waiting(nothing)))
+            }
+            Answer::Refused { denial, .. } => Err(denied(&denial)),
         }
     }
 
@@ -90,7 +188,7 @@ pub const MAX_READ_MANY: u64 = 256 << 20;
 
 impl Host for ChengView<'_> {
     async fn read_file(&mut self, path: String, max_bytes: u64) -> Result<Vec<u8>, ImportError> {
-        let guard = self.fs_access(&path, false)?;
+        let guard = self.fs_ruled(&path, false).await?;
         Ok(guard.read(&path, max_bytes.min(MAX_READ)).map_err(read_failure)?)
     }
 
@@ -102,7 +200,7 @@ impl Host for ChengView<'_> {
         let mut total = 0u64;
         let mut out = Vec::with_capacity(paths.len());
         for path in paths {
-            let r = self.fs_access(&path, false).and_then(|g| {
+            let r = self.fs_ruled(&path, false).await.and_then(|g| {
                 let left = MAX_READ_MANY.saturating_sub(total);
                 g.read(&path, max_bytes_each.min(MAX_READ).min(left)).map_err(read_failure)
             });
@@ -121,27 +219,70 @@ impl Host for ChengView<'_> {
         create_dirs: bool,
         overwrite: bool,
     ) -> Result<WriteResult, ImportError> {
-        let guard = self.fs_access(&path, true)?;
+        let guard = self.fs_ruled(&path, true).await?;
         let write = move || guard.write_atomic(&path, &contents, create_dirs, overwrite);
         let w = off_worker(self.on_worker(), write).await.map_err(ImportError::Fault)?.map_err(failure)?;
         Ok(WriteResult { created: w.created, bytes_written: w.bytes })
     }
 
     async fn may_write(&mut self, paths: Vec<String>) -> Result<(), ImportError> {
+        // Every capability check first, so a refusal comes before anyone is asked.
         for p in &paths {
             self.fs_access(p, true)?;
+        }
+        for p in &paths {
+            self.fs_ruled(p, true).await?;
         }
         Ok(())
     }
 
+    async fn may_read(&mut self, paths: Vec<String>) -> Result<(), ImportError> {
+        for p in &paths {
+            self.fs_access(p, false)?;
+        }
+        for p in &paths {
+            self.fs_ruled(p, false).await?;
+        }
+        Ok(())
+    }
+
+    async fn path_rules(&mut self, paths: Vec<String>, write: bool) -> wasmtime::Result<Vec<PathRule>> {
+        let access = if write { Access::Write } else { Access::Read };
+        let Ok(caps) = self.caps() else { return Ok(vec![PathRule::Refuse; paths.len()]) };
+        let root = caps.guard.root().to_string_lossy().into_owned();
+        let run = caps.scope.cx.run.clone();
+        let spawner = caps.spawner.clone();
+        let mut out = Vec::with_capacity(paths.len());
+        for p in &paths {
+            let Ok(rel) = cheng_contract::paths::lexical(p, &root).map(|r| r.normalized()) else {
+                out.push(PathRule::Refuse);
+                continue;
+            };
+            let decision = self.verdict(&rel, access).map(|v| v.decision).unwrap_or(RuleDecision::Forbid);
+            out.push(match decision {
+                RuleDecision::Allow => PathRule::Allow,
+                RuleDecision::Forbid => PathRule::Refuse,
+                RuleDecision::Prompt => {
+                    let key = format!("{}:{rel}", access.as_str());
+                    let answered = self
+                        .caps()
+                        .is_ok_and(|c| c.paths_answered.lock().unwrap_or_else(|p| p.into_inner()).contains(&key))
+                        || spawner.run_grants.has_path(&run, access.as_str(), &rel, spawner.run_idle);
+                    if answered { PathRule::Allow } else { PathRule::Ask }
+                }
+            });
+        }
+        Ok(out)
+    }
+
     async fn remove_file(&mut self, path: String) -> Result<(), ImportError> {
-        let guard = self.fs_access(&path, true)?;
+        let guard = self.fs_ruled(&path, true).await?;
         let remove = move || guard.remove_file(&path);
         Ok(off_worker(self.on_worker(), remove).await.map_err(ImportError::Fault)?.map_err(failure)?)
     }
 
     async fn read_dir(&mut self, path: String, sizes: bool) -> Result<Vec<wfs::DirEntry>, ImportError> {
-        let guard = self.fs_access(&path, false)?;
+        let (guard, _) = self.fs_access(&path, false)?;
         let entries = guard.read_dir(&path, sizes).map_err(failure)?;
         Ok(entries.into_iter().map(wfs::DirEntry::from).collect())
     }
@@ -155,7 +296,7 @@ impl Host for ChengView<'_> {
         // in 41 directories four threads cost more than they save (the workspace_git
         // bench went from 0.9x to 1.1x of git). So: one thread per core, two per core
         // for a large listing.
-        let checked: Vec<Result<_, Failure>> = paths.iter().map(|p| self.fs_access(p, false)).collect();
+        let checked: Vec<Result<_, Failure>> = paths.iter().map(|p| self.fs_access(p, false).map(|(g, _)| g)).collect();
         let job = Arc::new(StatDirs { paths, checked });
         let n = job.paths.len();
         if n < 8 {

@@ -78,6 +78,12 @@ pub(crate) struct CallCaps {
     pub mounts: Vec<Mount>,
     /// Workspace-relative paths no tool writes (besides `.git`).
     pub protected: Vec<String>,
+    /// The path rules: which reads and writes ask a person or are refused.
+    pub file_rules: Arc<crate::policy::files::FileRules>,
+    /// Whether the component is the built-in git reader, which reads `.git`.
+    pub reads_git: bool,
+    /// Protected files a person let this call read or write (`read:<path>`).
+    pub paths_answered: std::sync::Mutex<std::collections::HashSet<String>>,
     /// Whether the component may ask for processes.
     pub spawn: bool,
     /// Per-run state.
