@@ -22,7 +22,7 @@ use crate::approvals::{Offer, Scope};
 use crate::call::{Answer, say, why_not};
 use crate::capability::{self, Refused};
 use crate::guard::{Guard, GuardError, ReadError, WriteError};
-use crate::policy::files::{Access, DecidingRule, Verdict};
+use crate::policy::files::{Access, Verdict};
 use crate::policy::process::RuleDecision;
 
 impl ChengView<'_> {
@@ -39,17 +39,17 @@ impl ChengView<'_> {
         }
     }
 
-    /// What the path rules say of `access` to `rel` for this component: the built-in
-    /// git component reads `.git` (it is a repository's reader); every other reading
-    /// and writing of a file's contents goes by the rules.
+    /// What the path rules say of `access` to `rel` for this component. The built-in
+    /// git reader reads `.git` (it is a repository's reader) and the files the rules
+    /// protect from reading, which it hashes and compares but never shows: its patches
+    /// leave their lines out (it asks [`Host::path_rules`], which answers by the rules
+    /// alone). Every other reading and writing of a file's contents goes by the rules.
     fn verdict(&self, rel: &str, access: Access) -> Result<Verdict<'_>, Failure> {
         let caps = self.caps()?;
-        let v = caps.file_rules.check(rel, access);
-        let git = matches!(v.rule, Some(DecidingRule::BuiltIn(b)) if b.is_git());
-        if git && access == Access::Read && caps.reads_git {
+        if access == Access::Read && caps.reads_git {
             return Ok(Verdict { decision: RuleDecision::Allow, rule: None });
         }
-        Ok(v)
+        Ok(caps.file_rules.check(rel, access))
     }
 
     /// The first statement of every `fs` function that reads or changes a file's
@@ -258,7 +258,9 @@ impl Host for ChengView<'_> {
                 out.push(PathRule::Refuse);
                 continue;
             };
-            let decision = self.verdict(&rel, access).map(|v| v.decision).unwrap_or(RuleDecision::Forbid);
+            // The rules as written, for every component (the git reader included: it
+            // asks in order to leave protected files' lines out of its patches).
+            let decision = self.caps().map(|c| c.file_rules.check(&rel, access).decision).unwrap_or(RuleDecision::Forbid);
             out.push(match decision {
                 RuleDecision::Allow => PathRule::Allow,
                 RuleDecision::Forbid => PathRule::Refuse,

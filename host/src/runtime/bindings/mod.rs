@@ -80,7 +80,8 @@ pub(crate) struct CallCaps {
     pub protected: Vec<String>,
     /// The path rules: which reads and writes ask a person or are refused.
     pub file_rules: Arc<crate::policy::files::FileRules>,
-    /// Whether the component is the built-in git reader, which reads `.git`.
+    /// Whether the component is a built-in git component, which reads `.git` and the
+    /// files the rules protect from reading (to hash and compare, never to show).
     pub reads_git: bool,
     /// Protected files a person let this call read or write (`read:<path>`).
     pub paths_answered: std::sync::Mutex<std::collections::HashSet<String>>,
