@@ -277,8 +277,21 @@ impl HostBuilder {
             .collect();
         let workspaces_root =
             self.config.workspaces.root.as_ref().map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()));
+        let config_error = |crate::policy::SettingError(message)| {
+            HostError::Config(crate::policy::ConfigError {
+                path: self
+                    .config
+                    .source
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|| "configuration".into()),
+                message,
+            })
+        };
+        let file_rules = Arc::new(self.config.file_rules::<&str>(&[]).map_err(config_error)?);
         let spawner = Arc::new(
             Spawner::new(self.config.process.clone(), self.state_dir.as_deref(), protected_abs.clone())
+                .with_file_rules(file_rules.clone())
                 .with_git(self.config.git.clone())
                 .with_egress(egress.clone())
                 .with_run_idle(std::time::Duration::from_millis(self.config.serve.idle_session_ms)),
@@ -308,18 +321,6 @@ impl HostBuilder {
             registry.add_mcp(server, tools)?;
         }
         load_errors.extend(plugins::undeclared(&policy, &registry));
-        let config_error = |crate::policy::SettingError(message)| {
-            HostError::Config(crate::policy::ConfigError {
-                path: self
-                    .config
-                    .source
-                    .as_ref()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_else(|| "configuration".into()),
-                message,
-            })
-        };
-        let file_rules = Arc::new(self.config.file_rules::<&str>(&[]).map_err(config_error)?);
         Ok(Host {
             inner: Arc::new(Inner {
                 engine,

@@ -568,6 +568,55 @@ async fn a_scoped_write_grant_writes_only_its_folder_and_never_the_hosts_state()
     assert!(r.output["error"].as_str().unwrap().contains("lies where this server could write"), "{}", r.output);
 }
 
+/// `server-filesystem` granted the whole workspace for writing: the path rules'
+/// carve-outs hold in its view too — `.git/hooks` and `.vscode/` read-only, `.env`
+/// read as empty — while the ordinary file beside them is written and read (control).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_granted_server_cannot_change_what_runs_later_nor_read_secrets() {
+    let Some((node, script)) = node_and("server-filesystem") else { return };
+    if !util::require("user namespaces", cheng_host::confinement().isolated) {
+        return;
+    }
+    let ws = util::workspace();
+    let root = std::fs::canonicalize(ws.path()).unwrap();
+    std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+    std::fs::create_dir_all(root.join(".vscode")).unwrap();
+    std::fs::write(root.join(".vscode/tasks.json"), "{}").unwrap();
+    std::fs::write(root.join(".env"), "API_KEY=hunter2-secret\n").unwrap();
+    let config = format!(
+        "[[mcp_servers]]\nid = \"files\"\ncommand = {}\nargs = [{}, \".\"]\nfs = \"write\"\napprove = \"never\"\n\
+         [roles.agent]\ntools = [\"files__write_file\", \"files__read_text_file\"]\n",
+        toml_str(&node),
+        toml_str(&script)
+    );
+    let state = tempfile::tempdir().unwrap();
+    let host = util::host_in(&config, state.path()).await;
+    let agent = Context::new(ws.path()).role("agent");
+    let write = |p: &str| {
+        let host = host.clone();
+        let agent = agent.clone();
+        let path = root.join(p).display().to_string();
+        async move { host.call(&agent, "files__write_file", json!({"path": path, "content": "#!/bin/sh\nevil\n"})).await }
+    };
+    let r = write("ordinary.txt").await;
+    assert_eq!(r.status, Status::Ok, "control: {}", r.output);
+    assert!(std::fs::read_to_string(root.join("ordinary.txt")).unwrap().contains("evil"));
+    for p in [".git/hooks/pre-commit", ".vscode/tasks.json"] {
+        let _ = write(p).await;
+    }
+    assert!(!root.join(".git/hooks/pre-commit").exists());
+    assert_eq!(std::fs::read_to_string(root.join(".vscode/tasks.json")).unwrap(), "{}");
+    let read = |p: &str| {
+        let host = host.clone();
+        let agent = agent.clone();
+        let path = root.join(p).display().to_string();
+        async move { host.call(&agent, "files__read_text_file", json!({"path": path})).await }
+    };
+    assert!(text_of(&read("ordinary.txt").await.output).contains("evil"), "control");
+    let r = read(".env").await;
+    assert!(!text_of(&r.output).contains("hunter2"), "{}", r.output);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_streamable_http_server_is_reached_through_the_egress_guard() {
     let Some((node, script)) = node_and("server-everything") else { return };

@@ -76,7 +76,8 @@ fn serve_files(root: &Path) -> Files {
                 // A directory answers with its index (a package index's page, a
                 // registry's package document).
                 if file.is_dir() {
-                    file = ["index.html", "index.json"].iter().map(|i| file.join(i)).find(|f| f.is_file()).unwrap_or(file);
+                    file =
+                        ["index.html", "index.json"].iter().map(|i| file.join(i)).find(|f| f.is_file()).unwrap_or(file);
                 }
                 let kind = match file.extension().and_then(|e| e.to_str()) {
                     Some("html") => "text/html",
@@ -238,7 +239,8 @@ fn package_indexes(root: &Path, port: u16) {
         z.writestr('hello_cheng-1.0.dist-info/WHEEL', 'Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')\n\
         z.writestr('hello_cheng-1.0.dist-info/RECORD', '')\n\
         z.close()\n";
-    let ok = std::process::Command::new("/usr/bin/python3").arg("-c").arg(script).arg(simple.join(wheel)).status().unwrap();
+    let ok =
+        std::process::Command::new("/usr/bin/python3").arg("-c").arg(script).arg(simple.join(wheel)).status().unwrap();
     assert!(ok.success());
     std::fs::write(simple.join("index.html"), format!("<html><body><a href=\"{wheel}\">{wheel}</a></body></html>"))
         .unwrap();
@@ -271,7 +273,10 @@ fn package_indexes(root: &Path, port: u16) {
 async fn pip_and_npm_reach_their_granted_index_and_nothing_else() {
     let python = Path::new("/usr/bin/python3");
     let pip = python.is_file()
-        && std::process::Command::new(python).args(["-m", "pip", "--version"]).output().is_ok_and(|o| o.status.success());
+        && std::process::Command::new(python)
+            .args(["-m", "pip", "--version"])
+            .output()
+            .is_ok_and(|o| o.status.success());
     let npm = std::process::Command::new("npm").arg("--version").output().is_ok_and(|o| o.status.success());
     if !ready() || !util::require("/usr/bin/python3 -m pip", pip) || !util::require("npm", npm) {
         return;

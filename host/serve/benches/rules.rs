@@ -162,7 +162,8 @@ async fn proxy(n: usize) {
         c.push(no_download(&named, ws.path()).await);
         d.push(no_download(&direct, ws.path()).await);
     }
-    let (a50, b50, c50, d50) = (common::p50(a.clone()), common::p50(b.clone()), common::p50(c.clone()), common::p50(d.clone()));
+    let (a50, b50, c50, d50) =
+        (common::p50(a.clone()), common::p50(b.clone()), common::p50(c.clone()), common::p50(d.clone()));
     common::report("curl, 1 MiB through the proxy (named host)", "direct (network = true)", a, b);
     common::report("curl --version, named-host tier (no download)", "network = true", c, d);
     let ms = |x: Duration| x.as_secs_f64() * 1e3;

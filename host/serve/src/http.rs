@@ -394,9 +394,8 @@ pub async fn serve(
     let service = StreamableHttpService::new(move || Ok(mcp.clone()), Arc::new(sessions), http_config);
     // A session its client deletes ends its run ("this run" answers included); one
     // that goes idle ends with the transport's keep-alive and the grants' idle window.
-    let mcp_routes = axum::Router::new()
-        .nest_service("/mcp", service)
-        .layer(middleware::from_fn_with_state(closer, close_session));
+    let mcp_routes =
+        axum::Router::new().nest_service("/mcp", service).layer(middleware::from_fn_with_state(closer, close_session));
     let app = super::api::routes(host)
         .merge(mcp_routes)
         .layer(axum::Extension(super::api::ShuttingDown(shutdown.clone())))

@@ -277,6 +277,13 @@ impl Spawner {
 
         let cwd = std::fs::File::open(root)
             .map_err(|e| StartError::Setup(format!("cannot open the workspace {}: {e}", root.display())))?;
+        // The path rules' carve-outs, for a server granted any of the workspace.
+        let carves = match (&self.file_rules, &launch.fs) {
+            (_, FsGrant::None) => Vec::new(),
+            (Some(rules), _) if spawn::isolation() => super::carve::plan(rules, root),
+            _ => Vec::new(),
+        };
+        let carve_c = super::carve::c_paths(&carves, ".");
         let (stdin_r, stdin_w) = spawn::pipe().map_err(|e| StartError::Setup(format!("cannot make its stdin: {e}")))?;
         let mut argv = vec![launch.command.clone()];
         argv.extend(launch.args.iter().cloned());
@@ -292,6 +299,7 @@ impl Spawner {
             netns,
             proxy: None,
             die_with_host: true,
+            carve: &carve_c,
         };
         let child = spawn::spawn(&spec)
             .map_err(|e| StartError::Setup(format!("`{}` could not be started: {e}", launch.command)))?;

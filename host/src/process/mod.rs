@@ -32,6 +32,7 @@
 
 pub(crate) mod capture;
 mod card;
+mod carve;
 pub(crate) mod contain;
 mod environment;
 mod git;
@@ -196,6 +197,9 @@ pub(crate) struct Prepared {
     /// The known-safe entry (`ls`, `git status`) that lets it run without asking, when
     /// one does (`decision` is then `Allow`, and `plan` the known-safe confinement).
     pub known_safe: Option<String>,
+    /// The path rules to carve out of its view of the workspace ([`carve`]) below full
+    /// access; `None` for the host's own git, which keeps its own model.
+    pub carve: Option<std::sync::Arc<crate::policy::files::FileRules>>,
 }
 
 impl Prepared {
@@ -232,6 +236,8 @@ pub(crate) struct Spawner {
     pub(crate) run_idle: Duration,
     /// The network guard the proxy for commands with named hosts checks with.
     pub(crate) egress: Option<std::sync::Arc<crate::egress::Egress>>,
+    /// The path rules carved out of an MCP server's view of the workspace.
+    pub(crate) file_rules: Option<std::sync::Arc<crate::policy::files::FileRules>>,
 }
 
 /// `~/x` against the host's home; other entries as written; only absolute results.
@@ -284,12 +290,19 @@ impl Spawner {
             run_grants: Default::default(),
             run_idle: Duration::from_millis(crate::policy::ServeConfig::default().idle_session_ms.max(1000)),
             egress: None,
+            file_rules: None,
         }
     }
 
     /// With the network guard that commands granted named hosts are checked by.
     pub fn with_egress(mut self, egress: std::sync::Arc<crate::egress::Egress>) -> Spawner {
         self.egress = Some(egress);
+        self
+    }
+
+    /// With the path rules carved out of MCP servers' view of the workspace.
+    pub fn with_file_rules(mut self, rules: std::sync::Arc<crate::policy::files::FileRules>) -> Spawner {
+        self.file_rules = Some(rules);
         self
     }
 
@@ -437,6 +450,7 @@ impl Spawner {
             missing,
             plan: known.as_ref().map(|(_, plan)| plan.clone()),
             known_safe: known.map(|(entry, _)| entry),
+            carve: None,
         })
     }
 

@@ -170,8 +170,9 @@ impl Spawner {
         } else {
             self.cfg.proposed_hosts(&name)
         };
-        let full = "full access: the command reads everything the host's user can (~/.ssh and other keys included) \
-                    and reaches the whole network"
+        let full = "full access: the command reads everything the host's user can (~/.ssh and other keys included), \
+                    reaches the whole network, and may read the workspace's secrets and change what runs later \
+                    (.git/hooks, .vscode/, .env), which the path rules otherwise keep from it"
             .to_string();
         let once = |why: String| Offer {
             scopes: vec![Scope::Once],

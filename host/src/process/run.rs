@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use super::{Net, Outcome, Prepared, Spawner, Termination, Tier, capture, contain, proxy, sandbox, spawn};
+use super::{Net, Outcome, Prepared, Spawner, Termination, Tier, capture, carve, contain, proxy, sandbox, spawn};
 use crate::policy::process::ContainmentChoice;
 
 impl Spawner {
@@ -26,6 +26,7 @@ impl Spawner {
         cancel: &CancellationToken,
     ) -> (Outcome, Vec<proxy::Refused>) {
         let started = Instant::now();
+        let full = tier == Tier::Full;
         let mut outcome = Outcome {
             command_display: p.display.clone(),
             cwd: p.cwd_rel.clone(),
@@ -143,6 +144,15 @@ impl Spawner {
             env.extend(proxy::env());
         }
         let landlock_fd: Option<OwnedFd> = ruleset.and_then(|rs| rs.into());
+        // The path rules' carve-outs, below full access, where the child gets a mount
+        // namespace of its own.
+        let carve_rules = p.carve.as_ref().filter(|_| !full);
+        let carves = match carve_rules {
+            Some(rules) if spawn::isolation() => carve::plan(rules, &p.root),
+            _ => Vec::new(),
+        };
+        let carve_c = carve::c_paths(&carves, &p.cwd_rel);
+        let root_before = carve_rules.map(|_| carve::names(&p.root));
         let spec = spawn::ChildSpec {
             program: &p.program,
             argv: &argv,
@@ -155,6 +165,7 @@ impl Spawner {
             netns: hosts.is_some(),
             proxy: handover.as_ref().map(|(_, theirs)| theirs.as_raw_fd()),
             die_with_host: false,
+            carve: &carve_c,
         };
         let child = match spawn::spawn(&spec) {
             Ok(c) => c,
@@ -270,6 +281,20 @@ impl Spawner {
                 None => Termination::Signalled,
             },
         };
+        // Protected paths the command made at the root, which did not exist for a
+        // carve-out to keep: said in its result (and so its record).
+        if let (Some(rules), Some(before)) = (carve_rules, &root_before) {
+            let made = carve::created_since(rules, &p.root, before);
+            if !made.is_empty() {
+                tracing::warn!(target: "cheng::process", command = %p.display, paths = ?made,
+                    "a command created files the path rules protect");
+                outcome.stderr.push_str(&format!(
+                    "\n[cheng] This command created {} which the path rules protect (another program may run or \
+                     load them later); the person should review them.\n",
+                    made.join(", ")
+                ));
+            }
+        }
         let refused = proxy.map(|px| px.refused()).unwrap_or_default();
         (outcome, refused)
     }

@@ -73,6 +73,10 @@ pub struct ChildSpec<'a> {
     /// cannot be isolated: a long-lived server must not outlive the host. (An isolated
     /// child always is.)
     pub die_with_host: bool,
+    /// When isolated: paths made read-only or unreadable in the child's mount
+    /// namespace ([`super::carve`]), relative to its working directory. Each must take,
+    /// or the child does not start.
+    pub carve: &'a [(std::ffi::CString, super::carve::Kind, u64)],
 }
 
 /// A started child.
@@ -176,6 +180,7 @@ pub(crate) fn start_true(netns: bool, isolated: bool) -> io::Result<bool> {
         netns,
         proxy: None,
         die_with_host: true,
+        carve: &[],
     };
     let c = if isolated { spawn_isolated(&spec)? } else { spawn(&spec)? };
     let private = c.init.as_ref().is_some_and(|m| m.0.proc_private.load(Ordering::Acquire) == 1);
@@ -347,6 +352,9 @@ fn spawn_isolated(spec: &ChildSpec<'_>) -> io::Result<Child> {
     let (p, (out_r, out_w), (err_r, err_w), (fail_r, fail_w)) = prepare(spec)?;
     // SAFETY: geteuid and getegid cannot fail.
     let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    // Alive until the command has exec'd (the failure pipe is read below).
+    let carve: Vec<CarveC> =
+        spec.carve.iter().map(|(p, k, l)| CarveC { path: p.as_ptr(), kind: *k as u8, locked: *l }).collect();
     let mut shared = Box::new(Shared {
         init: InitData {
             stdin: spec.stdin.unwrap_or(p.devnull.as_raw_fd()),
@@ -361,6 +369,8 @@ fn spawn_isolated(spec: &ChildSpec<'_>) -> io::Result<Child> {
             proxy: spec.proxy.unwrap_or(-1),
             uid_map: Line::new(format_args!("{uid} {uid} 1\n")),
             gid_map: Line::new(format_args!("{gid} {gid} 1\n")),
+            carve: carve.as_ptr(),
+            carve_len: carve.len(),
         },
         ifreq: lo_up(),
         child: ChildData {
@@ -399,6 +409,7 @@ fn spawn_isolated(spec: &ChildSpec<'_>) -> io::Result<Child> {
     // The strings the command's exec reads stay alive until then.
     let failed = read_failure(&fail_r);
     drop(p);
+    drop(carve);
     if let Some(errno) = failed {
         // The init ends at once after a failure; its memory is freed after that.
         block_reap(&pidfd);
@@ -472,6 +483,16 @@ struct InitData {
     proxy: RawFd,
     uid_map: Line,
     gid_map: Line,
+    carve: *const CarveC,
+    carve_len: usize,
+}
+
+/// One carve-out as the init reads it.
+#[repr(C)]
+struct CarveC {
+    path: *const libc::c_char,
+    kind: u8,
+    locked: u64,
 }
 
 /// Everything an isolated child's init touches, in one allocation that outlives it.
@@ -605,14 +626,50 @@ extern "C" fn init_main(arg: *mut libc::c_void) -> libc::c_int {
         // older than 5.8, or a /proc partly hidden by the machine's own runtime), it goes
         // on with what it could mount: the namespaces still hold, and the host's
         // environment and memory stay unreadable.
-        if libc::mount(
+        let private = libc::mount(
             std::ptr::null(),
             c"/".as_ptr(),
             std::ptr::null(),
             libc::MS_REC | libc::MS_PRIVATE,
             std::ptr::null(),
-        ) == 0
-        {
+        ) == 0;
+        // The carve-outs, in this namespace only (mounts are private now): each takes,
+        // or the command does not start.
+        if !private && d.carve_len > 0 {
+            fail_with(d.fail);
+        }
+        for i in 0..d.carve_len {
+            let c = &*d.carve.add(i);
+            let ro = |target: *const libc::c_char, locked: u64| {
+                libc::mount(
+                    std::ptr::null(),
+                    target,
+                    std::ptr::null(),
+                    libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | locked as libc::c_ulong,
+                    std::ptr::null(),
+                ) == 0
+            };
+            let ok = match c.kind {
+                0 => {
+                    libc::mount(c.path, c.path, std::ptr::null(), libc::MS_BIND | libc::MS_REC, std::ptr::null()) == 0
+                        && ro(c.path, c.locked)
+                }
+                1 => libc::mount(c"/dev/null".as_ptr(), c.path, std::ptr::null(), libc::MS_BIND, std::ptr::null()) == 0,
+                _ => {
+                    libc::mount(
+                        c"tmpfs".as_ptr(),
+                        c.path,
+                        c"tmpfs".as_ptr(),
+                        libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                        c"size=4k,mode=0555".as_ptr().cast(),
+                    ) == 0
+                }
+            };
+            if !ok {
+                fail_with(d.fail);
+            }
+        }
+        if private {
             let proc_ = |data: *const libc::c_char| {
                 libc::mount(
                     c"proc".as_ptr(),

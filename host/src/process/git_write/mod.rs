@@ -381,6 +381,7 @@ impl Spawner {
                 execute: Some(execute.to_vec()),
             }),
             known_safe: None,
+            carve: None,
         };
         let ran = std::thread::scope(|s| {
             s.spawn(|| {
@@ -588,6 +589,7 @@ impl Spawner {
             missing: None,
             plan: Some(plan),
             known_safe: None,
+            carve: None,
         };
         Ok(PreparedGit { prepared, repo, summary, detail: detail.join("\n") })
     }

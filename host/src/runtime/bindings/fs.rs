@@ -260,7 +260,8 @@ impl Host for ChengView<'_> {
             };
             // The rules as written, for every component (the git reader included: it
             // asks in order to leave protected files' lines out of its patches).
-            let decision = self.caps().map(|c| c.file_rules.check(&rel, access).decision).unwrap_or(RuleDecision::Forbid);
+            let decision =
+                self.caps().map(|c| c.file_rules.check(&rel, access).decision).unwrap_or(RuleDecision::Forbid);
             out.push(match decision {
                 RuleDecision::Allow => PathRule::Allow,
                 RuleDecision::Forbid => PathRule::Refuse,

@@ -115,7 +115,9 @@ impl Host for ChengView<'_> {
         capability::spawn(caps.spawn, &caps.component, &req.command).map_err(|d| refused(scope, d))?;
         let request = proc_::Request::from(req);
         let shown = request.shell_string.as_deref().unwrap_or(&request.command);
-        let prepared = caps.spawner.prepare(&caps.guard, &request).map_err(|r| refusal(scope, shown, r))?;
+        let mut prepared = caps.spawner.prepare(&caps.guard, &request).map_err(|r| refusal(scope, shown, r))?;
+        // Below full access, what the path rules protect is carved out of its view.
+        prepared.carve = Some(caps.file_rules.clone());
         let command = cheng_contract::text::escape_line(&prepared.display);
         let allowed = if prepared.decision == RuleDecision::Allow {
             match &prepared.known_safe {
