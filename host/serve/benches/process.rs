@@ -1,7 +1,8 @@
 //! Process-spawning overhead: `workspace_shell` running `true` end to end (auto-approved,
 //! call record written) against spawning `true` directly with piped output, measured
 //! interleaved in the same run. Variants show what Landlock and the containment
-//! mechanism cost.
+//! mechanism cost, and what a workspace holding files the path rules protect costs
+//! (their carve-outs from each command's view).
 //!
 //! Run: `cargo bench --bench all -- process` (add `--quick` for fewer iterations).
 
@@ -71,5 +72,52 @@ pub async fn main() {
             b.push(direct().await);
         }
         report(&format!("workspace_shell `true` [{name}]"), "direct spawn", a, b);
+    }
+    // A workspace like a real project's: a repository, editor and CI settings, secrets
+    // and a thousand ordinary files (the files the path rules protect, and where they
+    // apply, what is carved out of each command's view).
+    let project = tempfile::tempdir().unwrap();
+    protected_project(project.path());
+    let h = host(state.path(), "").await;
+    for _ in 0..20 {
+        via_tool(&h, project.path()).await;
+        direct().await;
+    }
+    let (mut a, mut b) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for _ in 0..n {
+        a.push(via_tool(&h, project.path()).await);
+        b.push(direct().await);
+    }
+    report("workspace_shell `true` [default, a project with protected files]", "direct spawn", a, b);
+}
+
+/// A repository with `.git/hooks`, `.vscode/`, `.github/workflows/`, `.idea/`, `.env`,
+/// `.envrc`, `.npmrc`, a key, and 1,000 ordinary files in 20 folders.
+fn protected_project(root: &Path) {
+    for d in [".git/hooks", ".git/info", ".git/objects", ".git/refs/heads", ".vscode", ".github/workflows", ".idea"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    for (f, text) in [
+        (".git/HEAD", "ref: refs/heads/main\n"),
+        (".git/config", "[core]\n\tbare = false\n"),
+        (".git/info/exclude", ""),
+        (".vscode/tasks.json", "{}"),
+        (".vscode/settings.json", "{}"),
+        (".github/workflows/ci.yml", "on: push\n"),
+        (".idea/workspace.xml", "<x/>"),
+        (".env", "KEY=secret\n"),
+        (".env.local", "KEY=secret\n"),
+        (".envrc", "export A=1\n"),
+        (".npmrc", "//registry/:_authToken=x\n"),
+        ("server.pem", "-----BEGIN KEY-----\n"),
+    ] {
+        std::fs::write(root.join(f), text).unwrap();
+    }
+    for d in 0..20 {
+        let dir = root.join(format!("src/m{d}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..50 {
+            std::fs::write(dir.join(format!("f{f}.rs")), "fn main() {}\n").unwrap();
+        }
     }
 }
