@@ -227,20 +227,17 @@ impl Tool for SearchFiles {
                 true
             })?;
         }
-        // Files the path rules protect are skipped and counted, never asked for one by one.
-        let rules = cheng_sdk::host::path_rules(&todo, false);
-        let before = todo.len();
-        let mut verdicts = rules.into_iter();
-        todo.retain(|_| verdicts.next().is_none_or(|r| r == cheng_sdk::host::PathRule::Allow));
-        let files_skipped_protected = (before - todo.len()) as u64;
+        // Files the path rules protect are skipped and counted, never asked for one by
+        // one: read through `read_unprotected`, they come back not granted.
+        let mut files_skipped_protected = 0u64;
         let first_max = input.max_file_bytes.min(BATCH_FILE_BYTES);
         'batches: for names in todo.chunks(BATCH_FILES) {
-            let loaded = cheng_sdk::host::read_files(names, first_max);
+            let loaded = cheng_sdk::host::read_unprotected(names, first_max);
             for (rel, data) in names.iter().zip(loaded) {
                 // Larger than a batch reads of each: read again on its own, up to max_file_bytes.
                 let data = match data {
                     Err(f) if f.kind == ErrorKind::TooLarge && first_max < input.max_file_bytes => {
-                        cheng_sdk::host::read_files(std::slice::from_ref(rel), input.max_file_bytes)
+                        cheng_sdk::host::read_unprotected(std::slice::from_ref(rel), input.max_file_bytes)
                             .pop()
                             .unwrap_or(Err(f))
                     }
@@ -250,6 +247,10 @@ impl Tool for SearchFiles {
                     Ok(data) => data,
                     Err(f) if f.kind == ErrorKind::TooLarge => {
                         files_skipped_large += 1;
+                        continue;
+                    }
+                    Err(f) if f.kind == ErrorKind::NotGranted => {
+                        files_skipped_protected += 1;
                         continue;
                     }
                     // A file that vanished meanwhile, or is no longer a file, is skipped.

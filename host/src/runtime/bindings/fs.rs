@@ -62,19 +62,28 @@ impl ChengView<'_> {
         let access = if write { Access::Write } else { Access::Read };
         let (decision, message) = {
             let v = self.verdict(&rel, access)?;
-            (v.decision, v.message(&rel, access))
+            // The words only for a path a rule speaks of (most paths: none).
+            (v.decision, (v.decision != RuleDecision::Allow).then(|| v.message(&rel, access)))
         };
-        match decision {
-            RuleDecision::Allow => Ok(guard),
-            RuleDecision::Forbid => {
+        match (decision, message) {
+            (RuleDecision::Forbid, Some(message)) => {
                 let caps = self.caps()?;
                 Err(refused(&caps.scope, capability::path_rule(&rel, write, message)))
             }
-            RuleDecision::Prompt => {
+            (RuleDecision::Prompt, Some(message)) => {
                 self.ask_path(&rel, access, message).await?;
                 Ok(guard)
             }
+            _ => Ok(guard),
         }
+    }
+
+    /// Whether a person already let this call or this run have `access` to `rel`.
+    fn answered(&self, rel: &str, access: Access) -> bool {
+        let Ok(caps) = self.caps() else { return false };
+        let key = format!("{}:{rel}", access.as_str());
+        caps.paths_answered.lock().unwrap_or_else(|p| p.into_inner()).contains(&key)
+            || caps.spawner.run_grants.has_path(&caps.scope.cx.run, access.as_str(), rel, caps.spawner.run_idle)
     }
 
     /// Ask a person for `access` to the protected file `rel` (`why`: the rule and how
@@ -212,6 +221,35 @@ impl Host for ChengView<'_> {
         Ok(out)
     }
 
+    async fn read_unprotected(
+        &mut self,
+        paths: Vec<String>,
+        max_bytes_each: u64,
+    ) -> wasmtime::Result<Vec<Result<Vec<u8>, Failure>>> {
+        let mut total = 0u64;
+        let mut out = Vec::with_capacity(paths.len());
+        for path in paths {
+            let r = self.fs_access(&path, false).and_then(|(g, rel)| {
+                let decision = self.verdict(&rel, Access::Read)?.decision;
+                if decision != RuleDecision::Allow
+                    && !(decision == RuleDecision::Prompt && self.answered(&rel, Access::Read))
+                {
+                    return Err(fail(
+                        cheng_contract::ErrorKind::NotGranted,
+                        format!("\"{rel}\" is protected by a path rule and was not read"),
+                    ));
+                }
+                let left = MAX_READ_MANY.saturating_sub(total);
+                g.read(&path, max_bytes_each.min(MAX_READ).min(left)).map_err(read_failure)
+            });
+            if let Ok(d) = &r {
+                total += d.len() as u64;
+            }
+            out.push(r);
+        }
+        Ok(out)
+    }
+
     async fn write_file(
         &mut self,
         path: String,
@@ -250,8 +288,6 @@ impl Host for ChengView<'_> {
         let access = if write { Access::Write } else { Access::Read };
         let Ok(caps) = self.caps() else { return Ok(vec![PathRule::Refuse; paths.len()]) };
         let root = caps.guard.root().to_string_lossy().into_owned();
-        let run = caps.scope.cx.run.clone();
-        let spawner = caps.spawner.clone();
         let mut out = Vec::with_capacity(paths.len());
         for p in &paths {
             let Ok(rel) = cheng_contract::paths::lexical(p, &root).map(|r| r.normalized()) else {
@@ -265,14 +301,8 @@ impl Host for ChengView<'_> {
             out.push(match decision {
                 RuleDecision::Allow => PathRule::Allow,
                 RuleDecision::Forbid => PathRule::Refuse,
-                RuleDecision::Prompt => {
-                    let key = format!("{}:{rel}", access.as_str());
-                    let answered = self
-                        .caps()
-                        .is_ok_and(|c| c.paths_answered.lock().unwrap_or_else(|p| p.into_inner()).contains(&key))
-                        || spawner.run_grants.has_path(&run, access.as_str(), &rel, spawner.run_idle);
-                    if answered { PathRule::Allow } else { PathRule::Ask }
-                }
+                RuleDecision::Prompt if self.answered(&rel, access) => PathRule::Allow,
+                RuleDecision::Prompt => PathRule::Ask,
             });
         }
         Ok(out)
