@@ -288,7 +288,7 @@ impl HostBuilder {
                 message,
             })
         };
-        let file_rules = Arc::new(self.config.file_rules::<&str>(&[]).map_err(config_error)?);
+        let file_rules = Arc::new(self.config.file_rules::<&str>(&[]).map_err(&config_error)?);
         let spawner = Arc::new(
             Spawner::new(self.config.process.clone(), self.state_dir.as_deref(), protected_abs.clone())
                 .with_file_rules(file_rules.clone())
@@ -298,17 +298,7 @@ impl HostBuilder {
         );
         // External MCP servers: their pinned tools (a server never seen is started once
         // to list them).
-        let servers = self.config.mcp().map_err(|crate::policy::SettingError(message)| {
-            HostError::Config(crate::policy::ConfigError {
-                path: self
-                    .config
-                    .source
-                    .as_ref()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_else(|| "configuration".into()),
-                message,
-            })
-        })?;
+        let servers = self.config.mcp().map_err(config_error)?;
         let mcp = crate::sources::mcp::Hub::new(
             servers,
             spawner.clone(),

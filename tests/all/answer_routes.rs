@@ -18,19 +18,12 @@ use crate::util;
 /// structured result or the error envelope, as text.
 fn call_in_background(url: String, token: String, args: Value) -> std::thread::JoinHandle<String> {
     std::thread::spawn(move || {
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        rt.block_on(async move {
-            use rmcp::ServiceExt;
-            use rmcp::transport::StreamableHttpClientTransport;
-            use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-            let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
-            let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
-            let params = rmcp::model::CallToolRequestParams::new("workspace_shell")
-                .with_arguments(args.as_object().cloned().unwrap());
-            let r = client.call_tool(params).await.unwrap();
-            let _ = client.cancel().await;
-            serde_json::to_string(&r).unwrap()
-        })
+        let (calls, results, thread) = session(url, token);
+        calls.send(args).unwrap();
+        let out = results.recv().unwrap();
+        drop(calls);
+        thread.join().unwrap();
+        out
     })
 }
 

@@ -78,6 +78,43 @@ impl ChengView<'_> {
         }
     }
 
+    /// `read-files` (`ask`: a protected file asks a person) and `read-unprotected` (it
+    /// is not read and comes back not granted): each path alone, all of them within
+    /// [`MAX_READ_MANY`].
+    async fn read_many(&mut self, paths: Vec<String>, max_bytes_each: u64, ask: bool) -> Vec<Result<Vec<u8>, Failure>> {
+        let mut total = 0u64;
+        let mut out = Vec::with_capacity(paths.len());
+        for path in paths {
+            let checked = match ask {
+                true => self.fs_ruled(&path, false).await,
+                false => self.fs_unprotected(&path),
+            };
+            let r = checked.and_then(|g| {
+                let left = MAX_READ_MANY.saturating_sub(total);
+                g.read(&path, max_bytes_each.min(MAX_READ).min(left)).map_err(read_failure)
+            });
+            if let Ok(d) = &r {
+                total += d.len() as u64;
+            }
+            out.push(r);
+        }
+        out
+    }
+
+    /// The capability check, then the path rules without asking: a file they protect
+    /// from reading (and nobody answered for) is not granted.
+    fn fs_unprotected(&self, path: &str) -> Result<Arc<Guard>, Failure> {
+        let (guard, rel) = self.fs_access(path, false)?;
+        let decision = self.verdict(&rel, Access::Read)?.decision;
+        if decision == RuleDecision::Allow || (decision == RuleDecision::Prompt && self.answered(&rel, Access::Read)) {
+            return Ok(guard);
+        }
+        Err(fail(
+            cheng_contract::ErrorKind::NotGranted,
+            format!("\"{rel}\" is protected by a path rule and was not read"),
+        ))
+    }
+
     /// Whether a person already let this call or this run have `access` to `rel`.
     fn answered(&self, rel: &str, access: Access) -> bool {
         let Ok(caps) = self.caps() else { return false };
@@ -206,19 +243,7 @@ impl Host for ChengView<'_> {
         paths: Vec<String>,
         max_bytes_each: u64,
     ) -> wasmtime::Result<Vec<Result<Vec<u8>, Failure>>> {
-        let mut total = 0u64;
-        let mut out = Vec::with_capacity(paths.len());
-        for path in paths {
-            let r = self.fs_ruled(&path, false).await.and_then(|g| {
-                let left = MAX_READ_MANY.saturating_sub(total);
-                g.read(&path, max_bytes_each.min(MAX_READ).min(left)).map_err(read_failure)
-            });
-            if let Ok(d) = &r {
-                total += d.len() as u64;
-            }
-            out.push(r);
-        }
-        Ok(out)
+        Ok(self.read_many(paths, max_bytes_each, true).await)
     }
 
     async fn read_unprotected(
@@ -226,28 +251,7 @@ impl Host for ChengView<'_> {
         paths: Vec<String>,
         max_bytes_each: u64,
     ) -> wasmtime::Result<Vec<Result<Vec<u8>, Failure>>> {
-        let mut total = 0u64;
-        let mut out = Vec::with_capacity(paths.len());
-        for path in paths {
-            let r = self.fs_access(&path, false).and_then(|(g, rel)| {
-                let decision = self.verdict(&rel, Access::Read)?.decision;
-                if decision != RuleDecision::Allow
-                    && !(decision == RuleDecision::Prompt && self.answered(&rel, Access::Read))
-                {
-                    return Err(fail(
-                        cheng_contract::ErrorKind::NotGranted,
-                        format!("\"{rel}\" is protected by a path rule and was not read"),
-                    ));
-                }
-                let left = MAX_READ_MANY.saturating_sub(total);
-                g.read(&path, max_bytes_each.min(MAX_READ).min(left)).map_err(read_failure)
-            });
-            if let Ok(d) = &r {
-                total += d.len() as u64;
-            }
-            out.push(r);
-        }
-        Ok(out)
+        Ok(self.read_many(paths, max_bytes_each, false).await)
     }
 
     async fn write_file(
