@@ -30,8 +30,9 @@ pub fn proxy_env(name: &str) -> bool {
 
 /// Default wall-clock budget of a command.
 pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
-/// The longest budget a request may ask for; longer ones are clamped.
-pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// The longest budget a request may ask for; longer ones are clamped (the contract's
+/// number, which the tools' outcome messages quote).
+pub use cheng_contract::process::MAX_TIMEOUT_MS;
 /// Default bytes kept of each of stdout and stderr.
 pub const DEFAULT_OUTPUT_BYTES: usize = 128 * 1024;
 /// Default time between `SIGTERM` and `SIGKILL`.
