@@ -113,6 +113,8 @@ function setUpOffer(node, request) {
     input.checked = input.value === (withHosts && hosts.length ? "hosts" : "confined");
   }
   q(".tier-hosts").hidden = !withHosts;
+  // A card that is not a command's (a file a path rule protects) has no tiers.
+  q(".tiers").hidden = o.tiers.length === 0;
   q(".hosts").value = hosts.join(", ");
   // Editing the hosts picks that tier.
   q(".hosts").addEventListener("focus", () => { q(".tier-hosts input[type=radio]").checked = true; describe(node, o); });
@@ -128,7 +130,9 @@ function setUpOffer(node, request) {
 function chosen(node, o) {
   if (!o) return { decision: "approve" };
   const picked = (sel) => (node.querySelector(sel + " input[type=radio]:checked") || {}).value;
-  const body = { decision: "approve", scope: picked(".scopes") || "once", tier: picked(".tiers") || "confined" };
+  const body = { decision: "approve", scope: picked(".scopes") || "once" };
+  if (o.tiers.length === 0) return body;
+  body.tier = picked(".tiers") || "confined";
   if (body.tier === "hosts") {
     body.hosts = node.querySelector(".hosts").value.split(",").map((h) => h.trim()).filter(Boolean);
   }
@@ -144,16 +148,17 @@ function chosen(node, o) {
 /** Say on the card what Approve grants, and show only the controls that apply. */
 function describe(node, o) {
   const b = chosen(node, o);
-  const tier = b.tier === "hosts" ? "confined + network to " + (b.hosts.join(", ") || "(no host named)") : "confined";
-  let what = "this command, once";
+  const command = o.tiers.length > 0;
+  const tier = !command ? "" : " — " + (b.tier === "hosts" ? "confined + network to " + (b.hosts.join(", ") || "(no host named)") : "confined");
+  let what = command ? "this command, once" : "this access, once";
   if (b.scope !== "once") {
     const p = (o.prefixes || []).find((p) => p.words === b.prefix);
-    what = (b.scope === "run" ? "for the rest of this run: " : "always: ") + (p ? p.text : "");
+    what = (b.scope === "run" ? "for the rest of this run: " : "always: ") + (p ? p.text : command ? "" : "this access");
     if (b.every_workspace) what += ", and in every other workspace";
     if (b.expires_in_ms) what += ", for " + node.querySelector(".expiry").value.trim() + " h";
   }
-  text(node.querySelector(".grants"), "Approve grants " + what + " — " + tier + ".");
-  node.querySelector(".rule").hidden = b.scope === "once";
+  text(node.querySelector(".grants"), "Approve grants " + what + tier + ".");
+  node.querySelector(".rule").hidden = b.scope === "once" || !(o.prefixes || []).length;
   node.querySelector(".always-only").hidden = b.scope !== "always";
   const full = node.querySelector(".approve-full");
   full.disabled = b.scope !== "once";
