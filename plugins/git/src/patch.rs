@@ -67,7 +67,8 @@ pub(crate) fn file_patch(
     // A file the host's path rules protect from reading (a likely secret): its lines
     // are never shown, whatever revision they come from.
     let name = String::from_utf8_lossy(path).into_owned();
-    if cheng_sdk::host::path_rules(std::slice::from_ref(&name), false).first() != Some(&cheng_sdk::host::PathRule::Allow)
+    if cheng_sdk::host::path_rules(std::slice::from_ref(&name), false).first()
+        != Some(&cheng_sdk::host::PathRule::Allow)
     {
         s.push_str(
             "Contents not shown: a path rule protects this file (read_file on it asks a person; the operator's \

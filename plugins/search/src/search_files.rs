@@ -285,9 +285,8 @@ impl Tool for SearchFiles {
             summary.push_str(&format!("; {files_skipped_large} files over max_file_bytes were skipped"));
         }
         if files_skipped_protected > 0 {
-            summary.push_str(&format!(
-                "; {files_skipped_protected} protected files (likely secrets) were not searched"
-            ));
+            summary
+                .push_str(&format!("; {files_skipped_protected} protected files (likely secrets) were not searched"));
         }
         Ok(Output {
             success: true,
