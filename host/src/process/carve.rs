@@ -64,9 +64,19 @@ fn guarded(rules: &FileRules, rel: &str, dir: bool, access: Access) -> bool {
         || (dir && rules.check(rel, access).decision != RuleDecision::Allow)
 }
 
+/// The carve-outs for a workspace, and the root's entry names they were found among
+/// (for [`created_since`] after the command).
+pub(crate) struct Plan {
+    /// What is done, parents first.
+    pub carves: Vec<Carve>,
+    /// The root's entries when the plan was made.
+    pub names: Vec<String>,
+}
+
 /// The carve-outs for a workspace at `root` under `rules`.
-pub(crate) fn plan(rules: &FileRules, root: &Path) -> Vec<Carve> {
+pub(crate) fn plan(rules: &FileRules, root: &Path) -> Plan {
     let mut out = Vec::new();
+    let mut names = Vec::new();
     let look = |rel: String, out: &mut Vec<Carve>, deeper: bool| -> Option<bool> {
         let md = std::fs::symlink_metadata(root.join(&rel)).ok()?;
         let dir = md.is_dir();
@@ -81,10 +91,11 @@ pub(crate) fn plan(rules: &FileRules, root: &Path) -> Vec<Carve> {
         }
         Some(dir && deeper)
     };
-    let Ok(entries) = std::fs::read_dir(root) else { return out };
+    let Ok(entries) = std::fs::read_dir(root) else { return Plan { carves: out, names } };
     for e in entries.flatten() {
         let name = e.file_name();
         let Some(name) = name.to_str() else { continue };
+        names.push(name.to_string());
         if cheng_contract::paths::is_git_dir_name(name) {
             if e.file_type().is_ok_and(|t| t.is_dir()) {
                 for inner in GIT_LATER {
@@ -106,15 +117,12 @@ pub(crate) fn plan(rules: &FileRules, root: &Path) -> Vec<Carve> {
                 }
             }
         }
-        if out.len() >= MAX {
-            break;
-        }
     }
     // Deeper paths after their parents, so that a path beneath a read-only directory
     // is mounted into the read-only view (and hidden there).
     out.sort_by_key(|c| c.rel.matches('/').count());
     out.truncate(MAX);
-    out
+    Plan { carves: out, names }
 }
 
 /// The flags the mount holding `path` is locked with, as `MS_*` bits: a read-only
@@ -173,13 +181,6 @@ pub(crate) fn created_since(rules: &FileRules, root: &Path, before: &[String]) -
     out
 }
 
-/// The root's entry names now (for [`created_since`]).
-pub(crate) fn names(root: &Path) -> Vec<String> {
-    std::fs::read_dir(root)
-        .map(|d| d.flatten().filter_map(|e| e.file_name().to_str().map(str::to_string)).collect())
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,7 +196,7 @@ mod tests {
             std::fs::write(r.join(f), "x").unwrap();
         }
         let rules = FileRules::defaults();
-        let got: Vec<(String, Kind)> = plan(&rules, r).into_iter().map(|c| (c.rel, c.kind)).collect();
+        let got: Vec<(String, Kind)> = plan(&rules, r).carves.into_iter().map(|c| (c.rel, c.kind)).collect();
         for want in [
             (".git/hooks", Kind::ReadOnly),
             (".git/config", Kind::ReadOnly),
@@ -213,10 +214,10 @@ mod tests {
         // Parents before what lies beneath them.
         let depth: Vec<usize> = got.iter().map(|(p, _)| p.matches('/').count()).collect();
         assert!(depth.windows(2).all(|w| w[0] <= w[1]), "{got:?}");
-        let c = c_paths(&plan(&rules, r), "src/deep");
+        let c = c_paths(&plan(&rules, r).carves, "src/deep");
         assert!(c.iter().all(|(p, ..)| p.to_str().unwrap().starts_with("../../")), "{c:?}");
         // A protected file made afterwards at the root is reported.
-        let before = names(r);
+        let before = plan(&rules, r).names;
         std::fs::write(r.join(".mcp.json"), "{}").unwrap();
         std::fs::write(r.join("ordinary.txt"), "").unwrap();
         assert_eq!(created_since(&rules, r, &before), vec![".mcp.json".to_string()]);

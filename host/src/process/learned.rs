@@ -289,6 +289,18 @@ impl RunEntry {
     fn new(now: std::time::Instant) -> RunEntry {
         RunEntry { last: now, grants: Vec::new(), paths: Vec::new() }
     }
+
+    /// Drop what is no longer live at `now` — everything when the run was idle for
+    /// `idle`, else what is older than [`RUN_GRANT_MAX`] — and mark the run used.
+    fn expire(&mut self, now: std::time::Instant, idle: Duration) {
+        if now.duration_since(self.last) >= idle {
+            self.grants.clear();
+            self.paths.clear();
+        }
+        self.grants.retain(|g| now.duration_since(g.given) < RUN_GRANT_MAX);
+        self.paths.retain(|(_, given)| now.duration_since(*given) < RUN_GRANT_MAX);
+        self.last = now;
+    }
 }
 
 /// The grants for "this run", per run.
@@ -317,14 +329,9 @@ impl RunGrants {
         let now = std::time::Instant::now();
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
         let entry = runs.get_mut(run)?;
-        let idle_too_long = now.duration_since(entry.last) >= idle;
-        entry.grants.retain(|g| !idle_too_long && now.duration_since(g.given) < RUN_GRANT_MAX);
-        entry.last = now;
+        entry.expire(now, idle);
         let found = entry.grants.iter().filter(|g| g.rule.admits(p)).max_by_key(|g| g.rule.words.len());
         let found = found.map(|g| g.rule.clone());
-        if idle_too_long {
-            entry.paths.clear();
-        }
         if entry.grants.is_empty() && entry.paths.is_empty() {
             runs.remove(run);
             self.any.store(!runs.is_empty(), std::sync::atomic::Ordering::Release);
@@ -351,12 +358,7 @@ impl RunGrants {
         let now = std::time::Instant::now();
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
         let Some(entry) = runs.get_mut(run) else { return false };
-        if now.duration_since(entry.last) >= idle {
-            entry.paths.clear();
-            entry.grants.clear();
-        }
-        entry.paths.retain(|(_, given)| now.duration_since(*given) < RUN_GRANT_MAX);
-        entry.last = now;
+        entry.expire(now, idle);
         let key = format!("{access}:{path}");
         entry.paths.iter().any(|(k, _)| *k == key)
     }

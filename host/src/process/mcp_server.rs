@@ -280,7 +280,7 @@ impl Spawner {
         // The path rules' carve-outs, for a server granted any of the workspace.
         let carves = match (&self.file_rules, &launch.fs) {
             (_, FsGrant::None) => Vec::new(),
-            (Some(rules), _) if spawn::isolation() => super::carve::plan(rules, root),
+            (Some(rules), _) if spawn::isolation() => super::carve::plan(rules, root).carves,
             _ => Vec::new(),
         };
         let carve_c = super::carve::c_paths(&carves, ".");

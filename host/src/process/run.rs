@@ -147,12 +147,11 @@ impl Spawner {
         // The path rules' carve-outs, below full access, where the child gets a mount
         // namespace of its own.
         let carve_rules = p.carve.as_ref().filter(|_| !full);
-        let carves = match carve_rules {
-            Some(rules) if spawn::isolation() => carve::plan(rules, &p.root),
+        let plan = carve_rules.map(|rules| carve::plan(rules, &p.root));
+        let carve_c = match &plan {
+            Some(plan) if spawn::isolation() => carve::c_paths(&plan.carves, &p.cwd_rel),
             _ => Vec::new(),
         };
-        let carve_c = carve::c_paths(&carves, &p.cwd_rel);
-        let root_before = carve_rules.map(|_| carve::names(&p.root));
         let spec = spawn::ChildSpec {
             program: &p.program,
             argv: &argv,
@@ -283,8 +282,8 @@ impl Spawner {
         };
         // Protected paths the command made at the root, which did not exist for a
         // carve-out to keep: said in its result (and so its record).
-        if let (Some(rules), Some(before)) = (carve_rules, &root_before) {
-            let made = carve::created_since(rules, &p.root, before);
+        if let (Some(rules), Some(plan)) = (carve_rules, &plan) {
+            let made = carve::created_since(rules, &p.root, &plan.names);
             if !made.is_empty() {
                 tracing::warn!(target: "cheng::process", command = %p.display, paths = ?made,
                     "a command created files the path rules protect");

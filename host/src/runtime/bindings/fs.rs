@@ -106,7 +106,7 @@ impl ChengView<'_> {
     fn fs_unprotected(&self, path: &str) -> Result<Arc<Guard>, Failure> {
         let (guard, rel) = self.fs_access(path, false)?;
         let decision = self.verdict(&rel, Access::Read)?.decision;
-        if decision == RuleDecision::Allow || (decision == RuleDecision::Prompt && self.answered(&rel, Access::Read)) {
+        if self.without_asking(decision, &rel, Access::Read) == PathRule::Allow {
             return Ok(guard);
         }
         Err(fail(
@@ -115,30 +115,45 @@ impl ChengView<'_> {
         ))
     }
 
+    /// What `decision` for `access` to `rel` comes to without asking anyone: a prompt
+    /// a person already answered (for this call or this run) is allowed.
+    fn without_asking(&self, decision: RuleDecision, rel: &str, access: Access) -> PathRule {
+        match decision {
+            RuleDecision::Allow => PathRule::Allow,
+            RuleDecision::Forbid => PathRule::Refuse,
+            RuleDecision::Prompt if self.answered(rel, access) => PathRule::Allow,
+            RuleDecision::Prompt => PathRule::Ask,
+        }
+    }
+
+    /// `may-write` and `may-read`: every capability check first, so a refusal comes
+    /// before anyone is asked, then the path rules of each path.
+    async fn may(&mut self, paths: &[String], write: bool) -> Result<(), Failure> {
+        for p in paths {
+            self.fs_access(p, write)?;
+        }
+        for p in paths {
+            self.fs_ruled(p, write).await?;
+        }
+        Ok(())
+    }
+
     /// Whether a person already let this call or this run have `access` to `rel`.
     fn answered(&self, rel: &str, access: Access) -> bool {
         let Ok(caps) = self.caps() else { return false };
-        let key = format!("{}:{rel}", access.as_str());
-        caps.paths_answered.lock().unwrap_or_else(|p| p.into_inner()).contains(&key)
+        caps.paths_answered.lock().unwrap_or_else(|p| p.into_inner()).contains(&answer_key(rel, access))
             || caps.spawner.run_grants.has_path(&caps.scope.cx.run, access.as_str(), rel, caps.spawner.run_idle)
     }
 
     /// Ask a person for `access` to the protected file `rel` (`why`: the rule and how
     /// to change it), unless this call or this run already has the answer.
     async fn ask_path(&mut self, rel: &str, access: Access, why: String) -> Result<(), Failure> {
+        if self.answered(rel, access) {
+            return Ok(());
+        }
         let caps = self.caps()?;
-        let key = format!("{}:{rel}", access.as_str());
         let run = caps.scope.cx.run.clone();
         let spawner = caps.spawner.clone();
-        if caps.paths_answered.lock().unwrap_or_else(|p| p.into_inner()).contains(&key) {
-            return Ok(());
-        }
-        if spawner.run_grants.has_path(&run, access.as_str(), rel, spawner.run_idle) {
-            tracing::info!(target: "approvals", run = %run, path = %rel, access = access.as_str(),
-                "a protected file's access answered for this run");
-            caps.paths_answered.lock().unwrap_or_else(|p| p.into_inner()).insert(key);
-            return Ok(());
-        }
         let write = access == Access::Write;
         let scope = caps.scope.clone();
         let broker = caps.broker.clone();
@@ -165,7 +180,7 @@ impl ChengView<'_> {
                     spawner.run_grants.grant_path(&run, access.as_str(), rel);
                 }
                 let caps = self.caps()?;
-                caps.paths_answered.lock().unwrap_or_else(|p| p.into_inner()).insert(key);
+                caps.paths_answered.lock().unwrap_or_else(|p| p.into_inner()).insert(answer_key(rel, access));
                 Ok(())
             }
             Answer::Cancelled => {
@@ -182,6 +197,11 @@ impl ChengView<'_> {
     fn on_worker(&self) -> bool {
         self.caps().is_ok_and(|c| c.fs_on_worker)
     }
+}
+
+/// How a person's answer for `access` to `rel` is kept for the rest of a call.
+fn answer_key(rel: &str, access: Access) -> String {
+    format!("{}:{rel}", access.as_str())
 }
 
 /// Run `work` on the runtime's blocking threads and wait for it without holding the
@@ -268,24 +288,11 @@ impl Host for ChengView<'_> {
     }
 
     async fn may_write(&mut self, paths: Vec<String>) -> Result<(), ImportError> {
-        // Every capability check first, so a refusal comes before anyone is asked.
-        for p in &paths {
-            self.fs_access(p, true)?;
-        }
-        for p in &paths {
-            self.fs_ruled(p, true).await?;
-        }
-        Ok(())
+        Ok(self.may(&paths, true).await?)
     }
 
     async fn may_read(&mut self, paths: Vec<String>) -> Result<(), ImportError> {
-        for p in &paths {
-            self.fs_access(p, false)?;
-        }
-        for p in &paths {
-            self.fs_ruled(p, false).await?;
-        }
-        Ok(())
+        Ok(self.may(&paths, false).await?)
     }
 
     async fn path_rules(&mut self, paths: Vec<String>, write: bool) -> wasmtime::Result<Vec<PathRule>> {
@@ -300,14 +307,7 @@ impl Host for ChengView<'_> {
             };
             // The rules as written, for every component (the git reader included: it
             // asks in order to leave protected files' lines out of its patches).
-            let decision =
-                self.caps().map(|c| c.file_rules.check(&rel, access).decision).unwrap_or(RuleDecision::Forbid);
-            out.push(match decision {
-                RuleDecision::Allow => PathRule::Allow,
-                RuleDecision::Forbid => PathRule::Refuse,
-                RuleDecision::Prompt if self.answered(&rel, access) => PathRule::Allow,
-                RuleDecision::Prompt => PathRule::Ask,
-            });
+            out.push(self.without_asking(caps.file_rules.check(&rel, access).decision, &rel, access));
         }
         Ok(out)
     }
