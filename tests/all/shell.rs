@@ -666,4 +666,19 @@ fn settings_report_what_confines_commands() {
     let expected = if cheng_host::confinement().landlock_abi.is_some() { "available" } else { "unavailable" };
     assert!(landlock.starts_with(expected), "{v}");
     assert!(v["process_confinement"]["containment"].as_str().unwrap().len() > 5, "{v}");
+    // The path rules in force: the built-in ones, and the operator's from cheng.toml.
+    let built_in = v["path_rules"]["built_in"].as_array().unwrap();
+    assert!(built_in.iter().any(|r| r["paths"] == ".env" && r["read"] == "prompt"), "{v}");
+    assert!(built_in.iter().any(|r| r["paths"] == ".vscode/**" && r["write"] == "prompt"), "{v}");
+    assert_eq!(v["path_rules"]["operator"], json!([]), "{v}");
+    std::fs::write(ws.path().join("cheng.toml"), "[[files.rules]]\npaths = [\"/.env\"]\nread = \"allow\"\n").unwrap();
+    let o = util::cheng_in(ws.path(), state.path())
+        .arg("--config")
+        .arg(ws.path().join("cheng.toml"))
+        .arg("settings")
+        .output()
+        .unwrap();
+    let v: Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&o.stderr)));
+    assert_eq!(v["path_rules"]["operator"], json!([{"paths": ["/.env"], "read": "allow", "write": null}]), "{v}");
 }

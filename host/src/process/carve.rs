@@ -4,23 +4,35 @@
 //! rule, the known-safe list or a person's confined answer. Full access lifts them for
 //! that one command; the host's own git (`workspace_git_write`) keeps its own model.
 //!
-//! Which paths: the workspace root's entries, and the entries of its dot-directories
-//! (`.vscode`, `.github/workflows`, `.aws`), each checked against the rules — a
-//! directory by what the rules say of a file inside it — plus, in the root's `.git`,
-//! what git runs or reads later: `hooks/`, `config`, `config.worktree` and `info/`
-//! (objects, refs, the index and `HEAD` stay writable, so `git add` and `git commit`
-//! still work). A read-only one is bound over itself read-only; an unreadable file has
-//! `/dev/null` bound over it, an unreadable directory an empty read-only `tmpfs`.
+//! Which paths: every entry of the workspace, at any depth, checked against the rules
+//! (a directory by what the rules say of a file inside it), and in every `.git`
+//! directory what git runs or reads later: `hooks/`, `config`, `config.worktree` and
+//! `info/` (objects, refs, the index and `HEAD` stay writable, so `git add` and `git
+//! commit` still work). A read-only one is bound over itself read-only; an unreadable
+//! file has an empty, unreadable file bound over it read-only (reading it fails with
+//! "Permission denied", writing it with "Read-only file system"), an unreadable
+//! directory an empty read-only `tmpfs`. Symbolic links are not followed into; `.git`
+//! is not walked; an unreadable directory is not walked beneath.
 //!
-//! Finding them costs one directory listing of the root (and one per dot-directory),
-//! never a walk of the tree: a protected file deeper down (`app/.env`) is not carved
-//! out for commands, and a protected path that does not exist when the command starts
-//! can be created by it — the run reports such paths at the root afterwards
-//! ([`created_since`]).
+//! The walk is made once per workspace and kept ([`Trees`]): each directory it read is
+//! watched (inotify), and before each command only the directories something changed
+//! since are read again — so a command in an unchanged workspace costs no directory
+//! listing at all. The same pass after a command finds the protected paths it created
+//! (they did not exist for a carve-out to keep), which its result reports. A workspace
+//! with more than [`MAX_DIRS`] directories is walked breadth-first to that many, and
+//! the result says so; where the kernel gives no watch (the per-user limit), the whole
+//! walk is made again for every command.
 
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::CString;
+use std::mem::MaybeUninit;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rustix::fs::inotify;
 
 use crate::policy::files::{Access, FileRules};
 use crate::policy::process::RuleDecision;
@@ -31,7 +43,7 @@ use crate::policy::process::RuleDecision;
 pub(crate) enum Kind {
     /// Bound over itself, read-only.
     ReadOnly = 0,
-    /// A file with `/dev/null` bound over it.
+    /// A file with an empty unreadable file bound over it, read-only.
     HideFile = 1,
     /// A directory with an empty read-only tmpfs over it.
     HideDir = 2,
@@ -48,14 +60,17 @@ pub(crate) struct Carve {
     pub locked: u64,
 }
 
-/// Carve-outs for one command, at most this many (the root of a workspace rarely
-/// holds more than a handful).
+/// Carve-outs for one command, at most this many; the rest are said in its result.
 pub(crate) const MAX: usize = 256;
+
+/// Directories walked per workspace, at most (breadth-first, so the shallow ones
+/// always are).
+pub(crate) const MAX_DIRS: usize = 10_000;
 
 /// A name inside a directory, for asking what the rules say of its contents.
 const INSIDE: &str = "cheng-carve-probe";
 
-/// What git runs or reads later, inside the root's `.git`.
+/// What git runs or reads later, inside a `.git` directory.
 const GIT_LATER: &[&str] = &["hooks", "config", "config.worktree", "info"];
 
 fn guarded(rules: &FileRules, rel: &str, dir: bool, access: Access) -> bool {
@@ -64,65 +79,404 @@ fn guarded(rules: &FileRules, rel: &str, dir: bool, access: Access) -> bool {
         || (dir && rules.check(rel, access).decision != RuleDecision::Allow)
 }
 
-/// The carve-outs for a workspace, and the root's entry names they were found among
-/// (for [`created_since`] after the command).
+fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") }
+}
+
+/// The carve-outs one command gets.
 pub(crate) struct Plan {
     /// What is done, parents first.
     pub carves: Vec<Carve>,
-    /// The root's entries when the plan was made.
-    pub names: Vec<String>,
+    /// Protected paths that were not carved out: beyond [`MAX`], or beneath the
+    /// [`MAX_DIRS`] directories walked (`true`).
+    pub incomplete: bool,
 }
 
-/// The carve-outs for a workspace at `root` under `rules`.
-pub(crate) fn plan(rules: &FileRules, root: &Path) -> Plan {
-    let mut out = Vec::new();
-    let mut names = Vec::new();
-    let look = |rel: String, out: &mut Vec<Carve>, deeper: bool| -> Option<bool> {
-        let md = std::fs::symlink_metadata(root.join(&rel)).ok()?;
-        let dir = md.is_dir();
-        if guarded(rules, &rel, dir, Access::Write) {
-            out.push(Carve { rel: rel.clone(), kind: Kind::ReadOnly, locked: locked_flags(&root.join(&rel)) });
-            // Beneath a read-only directory, a secret is still hidden below.
-        }
-        if guarded(rules, &rel, dir, Access::Read) {
-            let kind = if dir { Kind::HideDir } else { Kind::HideFile };
-            out.push(Carve { rel, kind, locked: 0 });
-            return Some(false);
-        }
-        Some(dir && deeper)
-    };
-    let Ok(entries) = std::fs::read_dir(root) else { return Plan { carves: out, names } };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(name) = name.to_str() else { continue };
-        names.push(name.to_string());
-        if cheng_contract::paths::is_git_dir_name(name) {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                for inner in GIT_LATER {
-                    let rel = format!("{name}/{inner}");
-                    let p = root.join(&rel);
-                    if p.symlink_metadata().is_ok() {
-                        out.push(Carve { rel, kind: Kind::ReadOnly, locked: locked_flags(&p) });
-                    }
+/// One directory the walk read.
+struct Dir {
+    /// The carve-outs among its entries.
+    carves: Vec<Carve>,
+    /// The subdirectories walked beneath it.
+    subdirs: Vec<String>,
+    /// Its watch.
+    wd: Option<i32>,
+}
+
+/// One workspace's walk, kept up to date by watching every directory it read.
+pub(crate) struct Tree {
+    rules: Arc<FileRules>,
+    root: PathBuf,
+    /// The watches; `None` where the kernel gave none (each plan walks again).
+    watch: Option<OwnedFd>,
+    /// Watch descriptor → the directory it watches.
+    wds: HashMap<i32, String>,
+    /// Workspace-relative directory ("" for the root) → what was read of it.
+    dirs: BTreeMap<String, Dir>,
+    /// More directories than [`MAX_DIRS`].
+    overflow: bool,
+}
+
+impl Tree {
+    /// Walk the workspace at `root` under `rules`.
+    pub(crate) fn new(rules: Arc<FileRules>, root: &Path) -> Tree {
+        let watch = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK).ok();
+        let mut t = Tree {
+            rules,
+            root: root.to_path_buf(),
+            watch,
+            wds: HashMap::new(),
+            dirs: BTreeMap::new(),
+            overflow: false,
+        };
+        t.walk(vec![String::new()]);
+        t
+    }
+
+    /// Bring the walk up to date: read again the directories something changed in
+    /// since the last look. Returns the protected paths that appeared meanwhile (made
+    /// by the command that just ran), a directory's contents not listed beneath it.
+    pub(crate) fn refresh(&mut self) -> Vec<String> {
+        let before = self.read_only();
+        match self.changed() {
+            Some(dirty) => {
+                for rel in dirty {
+                    self.reread(rel);
                 }
             }
-            continue;
-        }
-        if look(name.to_string(), &mut out, name.starts_with('.')) == Some(true)
-            && let Ok(children) = std::fs::read_dir(root.join(name))
-        {
-            for c in children.flatten().take(MAX) {
-                if let Some(child) = c.file_name().to_str() {
-                    look(format!("{name}/{child}"), &mut out, false);
+            None => {
+                for (_, d) in std::mem::take(&mut self.dirs) {
+                    self.unwatch(d.wd);
                 }
+                self.overflow = false;
+                self.walk(vec![String::new()]);
+            }
+        }
+        let after = self.read_only();
+        let mut made: Vec<String> = after.into_iter().filter(|p| !before.contains(p)).collect();
+        made.sort();
+        let mut out: Vec<String> = Vec::new();
+        for p in made {
+            if !out.iter().any(|o| p.starts_with(&format!("{o}/"))) {
+                out.push(p);
+            }
+        }
+        out
+    }
+
+    /// The read-only carve-outs of the rules' own (not those inside `.git`).
+    fn read_only(&self) -> std::collections::HashSet<String> {
+        self.dirs
+            .values()
+            .flat_map(|d| d.carves.iter())
+            .filter(|c| c.kind == Kind::ReadOnly && !c.rel.split('/').any(cheng_contract::paths::is_git_dir_name))
+            .map(|c| c.rel.clone())
+            .collect()
+    }
+
+    /// The directories changed since the last look, parents first; `None` when the
+    /// whole workspace is to be walked again (no watches, or the kernel's queue of
+    /// changes overflowed).
+    fn changed(&mut self) -> Option<Vec<String>> {
+        let fd = self.watch.as_ref()?;
+        let mut dirty: Vec<String> = Vec::new();
+        let mut buf = [MaybeUninit::<u8>::uninit(); 8192];
+        let mut reader = inotify::Reader::new(fd, &mut buf);
+        loop {
+            match reader.next() {
+                Ok(ev) if ev.events().contains(inotify::ReadFlags::QUEUE_OVERFLOW) => return None,
+                Ok(ev) => {
+                    let Some(rel) = self.wds.get(&ev.wd()) else { continue };
+                    if !dirty.contains(rel) {
+                        dirty.push(rel.clone());
+                    }
+                    if ev.events().contains(inotify::ReadFlags::IGNORED) {
+                        self.wds.remove(&ev.wd());
+                    }
+                }
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(_) => break,
+            }
+        }
+        dirty.sort_by_key(|d| if d.is_empty() { 0 } else { d.matches('/').count() + 1 });
+        Some(dirty)
+    }
+
+    /// Read `rel` again: subdirectories kept stay as walked, vanished ones are
+    /// forgotten, new ones are walked.
+    fn reread(&mut self, rel: String) {
+        let Some(old) = self.dirs.remove(&rel) else { return };
+        self.unwatch(old.wd);
+        let Some(new) = self.read(&rel) else {
+            for sub in old.subdirs {
+                self.forget(&sub);
+            }
+            return;
+        };
+        for sub in old.subdirs.iter().filter(|s| !new.subdirs.contains(s)) {
+            self.forget(sub);
+        }
+        let added: Vec<String> = new.subdirs.iter().filter(|s| !old.subdirs.contains(s)).cloned().collect();
+        self.dirs.insert(rel, new);
+        self.walk(added);
+    }
+
+    /// Forget `rel` and what was walked beneath it.
+    fn forget(&mut self, rel: &str) {
+        if let Some(d) = self.dirs.remove(rel) {
+            self.unwatch(d.wd);
+            for sub in &d.subdirs {
+                self.forget(sub);
             }
         }
     }
-    // Deeper paths after their parents, so that a path beneath a read-only directory
-    // is mounted into the read-only view (and hidden there).
-    out.sort_by_key(|c| c.rel.matches('/').count());
-    out.truncate(MAX);
-    Plan { carves: out, names }
+
+    fn unwatch(&mut self, wd: Option<i32>) {
+        if let (Some(fd), Some(wd)) = (&self.watch, wd)
+            && self.wds.remove(&wd).is_some()
+        {
+            let _ = inotify::remove_watch(fd, wd);
+        }
+    }
+
+    /// The carve-outs, parents first.
+    pub(crate) fn plan(&self) -> Plan {
+        let mut carves: Vec<Carve> = self.dirs.values().flat_map(|d| d.carves.iter().cloned()).collect();
+        carves.sort_by_key(|c| c.rel.matches('/').count());
+        let incomplete = self.overflow || carves.len() > MAX;
+        carves.truncate(MAX);
+        Plan { carves, incomplete }
+    }
+
+    /// Walk `start` and what lies beneath, breadth-first.
+    fn walk(&mut self, start: Vec<String>) {
+        let mut queue = std::collections::VecDeque::from(start);
+        while let Some(rel) = queue.pop_front() {
+            if self.dirs.len() >= MAX_DIRS {
+                self.overflow = true;
+                return;
+            }
+            if let Some(dir) = self.read(&rel) {
+                queue.extend(dir.subdirs.iter().cloned());
+                self.dirs.insert(rel, dir);
+            }
+        }
+    }
+
+    /// Watch and read one directory.
+    fn read(&mut self, rel: &str) -> Option<Dir> {
+        let path = if rel.is_empty() { self.root.clone() } else { self.root.join(rel) };
+        // Watched before it is read, so nothing made meanwhile goes unseen.
+        let mut wd = None;
+        if let Some(fd) = &self.watch {
+            let flags = inotify::WatchFlags::CREATE
+                | inotify::WatchFlags::DELETE
+                | inotify::WatchFlags::MOVED_FROM
+                | inotify::WatchFlags::MOVED_TO
+                | inotify::WatchFlags::DELETE_SELF
+                | inotify::WatchFlags::MOVE_SELF
+                | inotify::WatchFlags::ONLYDIR
+                | inotify::WatchFlags::DONT_FOLLOW
+                | inotify::WatchFlags::EXCL_UNLINK;
+            match inotify::add_watch(fd, &path, flags) {
+                Ok(w) => {
+                    self.wds.insert(w, rel.to_string());
+                    wd = Some(w);
+                }
+                Err(rustix::io::Errno::NOSPC) => {
+                    tracing::info!(target: "cheng::process",
+                        "no more inotify watches for the path rules' walk of {}: it is made again for every command",
+                        self.root.display());
+                    self.watch = None;
+                    self.wds.clear();
+                }
+                Err(_) => {}
+            }
+        }
+        let entries = std::fs::read_dir(&path).ok()?;
+        let mut dir = Dir { carves: Vec::new(), subdirs: Vec::new(), wd };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let Ok(ft) = e.file_type() else { continue };
+            let child = join(rel, name);
+            if cheng_contract::paths::is_git_dir_name(name) && ft.is_dir() {
+                for inner in GIT_LATER {
+                    let g = format!("{child}/{inner}");
+                    let p = self.root.join(&g);
+                    if p.symlink_metadata().is_ok() {
+                        dir.carves.push(Carve { rel: g, kind: Kind::ReadOnly, locked: locked_flags(&p) });
+                    }
+                }
+                continue;
+            }
+            // A link is carved by what it points at, and never walked into.
+            let is_dir = if ft.is_symlink() {
+                match std::fs::metadata(path.join(name)) {
+                    Ok(m) => m.is_dir(),
+                    Err(_) => continue,
+                }
+            } else {
+                ft.is_dir()
+            };
+            if guarded(&self.rules, &child, is_dir, Access::Write) {
+                let locked = locked_flags(&path.join(name));
+                dir.carves.push(Carve { rel: child.clone(), kind: Kind::ReadOnly, locked });
+            }
+            if guarded(&self.rules, &child, is_dir, Access::Read) {
+                let (kind, locked) = if is_dir { (Kind::HideDir, 0) } else { (Kind::HideFile, hidden().1) };
+                dir.carves.push(Carve { rel: child, kind, locked });
+                continue;
+            }
+            if ft.is_dir() {
+                dir.subdirs.push(child);
+            }
+        }
+        Some(dir)
+    }
+}
+
+/// The empty, unreadable file bound over unreadable files, and the mount flags it is
+/// locked with: one in the temporary directory, or `/dev/null` where none can be made
+/// (reading then finds nothing rather than failing).
+pub(crate) fn hidden() -> &'static (CString, u64) {
+    static HIDDEN: OnceLock<(CString, u64)> = OnceLock::new();
+    HIDDEN.get_or_init(|| {
+        let made = || -> Option<PathBuf> {
+            // SAFETY: getuid cannot fail.
+            let uid = unsafe { libc::getuid() };
+            let dir = std::env::temp_dir().join(format!("cheng-{uid}-protected"));
+            let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+            let md = dir.symlink_metadata().ok()?;
+            if !md.is_dir() || md.uid() != uid || md.permissions().mode() & 0o077 != 0 {
+                return None;
+            }
+            let file = dir.join("protected");
+            let _ = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o000).open(&file);
+            let md = file.symlink_metadata().ok()?;
+            (md.is_file() && md.uid() == uid && md.len() == 0 && md.permissions().mode() & 0o777 == 0).then_some(file)
+        };
+        let file = made().unwrap_or_else(|| PathBuf::from("/dev/null"));
+        let locked = locked_flags(&file);
+        (CString::new(file.as_os_str().as_bytes()).unwrap_or_else(|_| c"/dev/null".to_owned()), locked)
+    })
+}
+
+/// The kept walks, one per workspace (and rules).
+#[derive(Default)]
+pub(crate) struct Trees {
+    trees: Mutex<HashMap<PathBuf, Arc<Mutex<Tree>>>>,
+}
+
+impl std::fmt::Debug for Trees {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Trees").finish_non_exhaustive()
+    }
+}
+
+/// Workspaces whose walks are kept, at most (the rest are walked again).
+const KEPT: usize = 64;
+
+impl Trees {
+    /// The kept walk of `root` under `rules`, made (off the async threads) when there is
+    /// none yet or the rules changed; brought up to date before it is returned.
+    pub(crate) async fn get(&self, rules: &Arc<FileRules>, root: &Path) -> Arc<Mutex<Tree>> {
+        let kept = self.trees.lock().unwrap_or_else(|e| e.into_inner()).get(root).cloned();
+        if let Some(t) = kept {
+            let same = Arc::ptr_eq(&t.lock().unwrap_or_else(|e| e.into_inner()).rules, rules);
+            if same {
+                return t;
+            }
+        }
+        let (r, p) = (rules.clone(), root.to_path_buf());
+        let tree = match tokio::task::spawn_blocking(move || Tree::new(r, &p)).await {
+            Ok(t) => t,
+            Err(_) => Tree::new(rules.clone(), root),
+        };
+        let tree = Arc::new(Mutex::new(tree));
+        let mut trees = self.trees.lock().unwrap_or_else(|e| e.into_inner());
+        if trees.len() >= KEPT {
+            trees.clear();
+        }
+        trees.insert(root.to_path_buf(), tree.clone());
+        tree
+    }
+}
+
+/// The carve-outs for a workspace at `root` under `rules`, walked now (an MCP server's,
+/// once at its start).
+pub(crate) fn plan(rules: &Arc<FileRules>, root: &Path) -> Plan {
+    Tree::new(rules.clone(), root).plan()
+}
+
+/// A carve-out a command ran into, as its error output shows: a write refused
+/// ("Read-only file system") or a read refused ("Permission denied", or "No such file
+/// or directory" beneath a hidden directory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Hit {
+    /// The carved path, workspace-relative.
+    pub rel: String,
+    /// A write (else a read).
+    pub write: bool,
+    /// Which rule carved it, and how to change it.
+    pub message: String,
+}
+
+/// Hits recorded per command, at most.
+const MAX_HITS: usize = 16;
+
+/// The carve-outs `stderr` shows a command ran into (each path and access once).
+pub(crate) fn hits(rules: &FileRules, carves: &[Carve], stderr: &str) -> Vec<Hit> {
+    let mut out: Vec<Hit> = Vec::new();
+    for line in stderr.lines() {
+        let write = line.contains("Read-only file system");
+        let read = line.contains("Permission denied");
+        let missing = line.contains("No such file or directory");
+        if !(write || read || missing) {
+            continue;
+        }
+        for c in carves {
+            let relevant = match c.kind {
+                Kind::ReadOnly => write,
+                Kind::HideFile => write || read,
+                Kind::HideDir => write || read || missing,
+            };
+            if !relevant || !mentions(line, &c.rel) {
+                continue;
+            }
+            if out.iter().any(|h| h.rel == c.rel && h.write == write) || out.len() >= MAX_HITS {
+                continue;
+            }
+            let access = if write { Access::Write } else { Access::Read };
+            let rule = if c.rel.split('/').any(cheng_contract::paths::is_git_dir_name) {
+                "what git runs or reads later (hooks, config, info) is read-only to commands".to_string()
+            } else {
+                let direct = rules.check(&c.rel, access);
+                let inside = format!("{}/{INSIDE}", c.rel);
+                let v = if direct.decision == RuleDecision::Allow { rules.check(&inside, access) } else { direct };
+                v.message(&c.rel, access)
+            };
+            out.push(Hit {
+                rel: c.rel.clone(),
+                write,
+                message: format!(
+                    "a command's {} of \"{}\" was stopped by the path rules' carve-out: {rule}",
+                    if write { "write" } else { "read" },
+                    cheng_contract::text::escape_line(&c.rel)
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// `line` names `rel` as a path (not a longer name that begins with it).
+fn mentions(line: &str, rel: &str) -> bool {
+    line.match_indices(rel).any(|(i, _)| {
+        let before = line[..i].chars().next_back();
+        let after = line[i + rel.len()..].chars().next();
+        before.is_none_or(|c| matches!(c, '/' | ' ' | '\'' | '"' | '`' | ':' | '(' | '‘' | '“'))
+            && after.is_none_or(|c| !(c.is_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    })
 }
 
 /// The flags the mount holding `path` is locked with, as `MS_*` bits: a read-only
@@ -165,38 +519,50 @@ pub(crate) fn c_paths(carves: &[Carve], cwd_rel: &str) -> Vec<(CString, Kind, u6
         .collect()
 }
 
-/// The root entries a command created that the rules protect from writing (they did
-/// not exist when it started, so no carve-out kept them from being made).
-pub(crate) fn created_since(rules: &FileRules, root: &Path, before: &[String]) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(root) else { return Vec::new() };
-    let mut out: Vec<String> = entries
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_str()?.to_string();
-            let dir = e.file_type().is_ok_and(|t| t.is_dir());
-            (!before.contains(&name) && guarded(rules, &name, dir, Access::Write)).then_some(name)
-        })
-        .collect();
-    out.sort();
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn kinds(t: &Tree) -> Vec<(String, Kind)> {
+        t.plan().carves.into_iter().map(|c| (c.rel, c.kind)).collect()
+    }
+
     #[test]
-    fn the_root_and_its_dot_directories_are_carved_and_git_keeps_its_objects() {
+    fn every_depth_is_carved_git_keeps_its_objects_and_changes_are_seen() {
         let dir = tempfile::tempdir().unwrap();
         let r = dir.path();
-        for d in [".git/hooks", ".git/objects", ".git/refs", ".vscode", ".github/workflows", ".aws", "src"] {
+        for d in [
+            ".git/hooks",
+            ".git/objects",
+            ".git/refs",
+            ".vscode",
+            ".github/workflows",
+            ".aws",
+            "src",
+            "app/config",
+            "packages/web/.vscode",
+            "vendor/lib/.git/hooks",
+        ] {
             std::fs::create_dir_all(r.join(d)).unwrap();
         }
-        for f in [".git/config", ".git/HEAD", ".env", ".env.example", ".aws/credentials", "src/main.rs", ".envrc"] {
+        for f in [
+            ".git/config",
+            ".git/HEAD",
+            ".env",
+            ".env.example",
+            ".aws/credentials",
+            "src/main.rs",
+            ".envrc",
+            "app/.env",
+            "app/config/server.pem",
+            "packages/web/.vscode/tasks.json",
+        ] {
             std::fs::write(r.join(f), "x").unwrap();
         }
-        let rules = FileRules::defaults();
-        let got: Vec<(String, Kind)> = plan(&rules, r).carves.into_iter().map(|c| (c.rel, c.kind)).collect();
+        std::os::unix::fs::symlink(r.join("app"), r.join("link")).unwrap();
+        let rules = Arc::new(FileRules::defaults());
+        let mut t = Tree::new(rules.clone(), r);
+        let got = kinds(&t);
         for want in [
             (".git/hooks", Kind::ReadOnly),
             (".git/config", Kind::ReadOnly),
@@ -205,21 +571,77 @@ mod tests {
             (".envrc", Kind::ReadOnly),
             (".env", Kind::HideFile),
             (".aws/credentials", Kind::HideFile),
+            ("app/.env", Kind::HideFile),
+            ("app/config/server.pem", Kind::HideFile),
+            ("packages/web/.vscode", Kind::ReadOnly),
+            ("vendor/lib/.git/hooks", Kind::ReadOnly),
         ] {
             assert!(got.contains(&(want.0.to_string(), want.1)), "{want:?} in {got:?}");
         }
-        for not in [".git/objects", ".git/refs", ".git/HEAD", ".env.example", "src", "src/main.rs", ".github"] {
+        for not in
+            [".git/objects", ".git/refs", ".git/HEAD", ".env.example", "src", "src/main.rs", ".github", "link/.env"]
+        {
             assert!(!got.iter().any(|(p, _)| p == not), "{not} in {got:?}");
         }
         // Parents before what lies beneath them.
         let depth: Vec<usize> = got.iter().map(|(p, _)| p.matches('/').count()).collect();
         assert!(depth.windows(2).all(|w| w[0] <= w[1]), "{got:?}");
-        let c = c_paths(&plan(&rules, r).carves, "src/deep");
+        let c = c_paths(&t.plan().carves, "src/deep");
         assert!(c.iter().all(|(p, ..)| p.to_str().unwrap().starts_with("../../")), "{c:?}");
-        // A protected file made afterwards at the root is reported.
-        let before = plan(&rules, r).names;
+
+        // Nothing changed: nothing new.
+        assert!(t.refresh().is_empty());
+        // Protected paths made afterwards, at the root and deep down, are reported once
+        // (a new protected directory, not each file in it) and carved from then on.
         std::fs::write(r.join(".mcp.json"), "{}").unwrap();
         std::fs::write(r.join("ordinary.txt"), "").unwrap();
-        assert_eq!(created_since(&rules, r, &before), vec![".mcp.json".to_string()]);
+        std::fs::create_dir_all(r.join("src/deep/.claude/commands")).unwrap();
+        std::fs::write(r.join("src/deep/.claude/commands/x.md"), "").unwrap();
+        std::fs::write(r.join("src/deep/.env.local"), "K=v").unwrap();
+        assert_eq!(t.refresh(), vec![".mcp.json".to_string(), "src/deep/.claude".to_string()]);
+        let got = kinds(&t);
+        assert!(got.contains(&("src/deep/.env.local".to_string(), Kind::HideFile)), "{got:?}");
+        assert!(got.contains(&(".mcp.json".to_string(), Kind::ReadOnly)), "{got:?}");
+        // A protected file removed or moved is no longer carved where it was (its mount
+        // would fail), and is where it went (a new protected path, so reported).
+        std::fs::remove_file(r.join("app/.env")).unwrap();
+        std::fs::rename(r.join("packages"), r.join("moved")).unwrap();
+        assert_eq!(t.refresh(), vec!["moved/web/.vscode".to_string()]);
+        let got = kinds(&t);
+        assert!(!got.iter().any(|(p, _)| p == "app/.env" || p.starts_with("packages/")), "{got:?}");
+        assert!(got.contains(&("moved/web/.vscode".to_string(), Kind::ReadOnly)), "{got:?}");
+        // The same as a fresh walk.
+        assert_eq!(kinds(&t), kinds(&Tree::new(rules.clone(), r)));
+    }
+
+    #[test]
+    fn error_output_names_the_carve_outs_a_command_ran_into() {
+        let rules = FileRules::defaults();
+        let carves = vec![
+            Carve { rel: ".git/hooks".into(), kind: Kind::ReadOnly, locked: 0 },
+            Carve { rel: ".env".into(), kind: Kind::HideFile, locked: 0 },
+            Carve { rel: ".aws".into(), kind: Kind::HideDir, locked: 0 },
+            Carve { rel: ".vscode".into(), kind: Kind::ReadOnly, locked: 0 },
+        ];
+        let stderr = "cat: .env: Permission denied\n\
+                      cat: .env.example: Permission denied\n\
+                      sh: 1: cannot create .git/hooks/pre-commit: Read-only file system\n\
+                      cat: .aws/credentials: No such file or directory\n\
+                      cat: .env: Permission denied\n\
+                      touch: cannot touch '.vscode/tasks.json': Read-only file system\n\
+                      grep: .vscode: something else\n";
+        let got: Vec<(String, bool)> = hits(&rules, &carves, stderr).into_iter().map(|h| (h.rel, h.write)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (".env".to_string(), false),
+                (".git/hooks".to_string(), true),
+                (".aws".to_string(), false),
+                (".vscode".to_string(), true)
+            ]
+        );
+        let h = hits(&rules, &carves, "touch: cannot touch '.vscode/tasks.json': Read-only file system");
+        assert!(h[0].message.contains("[[files.rules]]"), "{}", h[0].message);
+        assert!(hits(&rules, &carves, "all fine\n").is_empty());
     }
 }

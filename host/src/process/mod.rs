@@ -238,6 +238,8 @@ pub(crate) struct Spawner {
     pub(crate) egress: Option<std::sync::Arc<crate::egress::Egress>>,
     /// The path rules carved out of an MCP server's view of the workspace.
     pub(crate) file_rules: Option<std::sync::Arc<crate::policy::files::FileRules>>,
+    /// Each workspace's walk for the path rules' carve-outs, kept up to date.
+    trees: std::sync::Arc<carve::Trees>,
 }
 
 /// `~/x` against the host's home; other entries as written; only absolute results.
@@ -291,6 +293,7 @@ impl Spawner {
             run_idle: Duration::from_millis(crate::policy::ServeConfig::default().idle_session_ms.max(1000)),
             egress: None,
             file_rules: None,
+            trees: Default::default(),
         }
     }
 

@@ -11,20 +11,24 @@ use tokio_util::sync::CancellationToken;
 use super::{Net, Outcome, Prepared, Spawner, Termination, Tier, capture, carve, contain, proxy, sandbox, spawn};
 use crate::policy::process::ContainmentChoice;
 
+/// What a command's call record holds beyond its outcome.
+#[derive(Debug, Default)]
+pub(crate) struct Report {
+    /// The network targets its proxy refused.
+    pub refused: Vec<proxy::Refused>,
+    /// The carve-outs it ran into, as its error output shows them.
+    pub carve_hits: Vec<carve::Hit>,
+}
+
 impl Spawner {
     /// Run a prepared command to its end, its timeout, or `cancel`.
     pub async fn run(&self, p: Prepared, tier: Tier, cancel: &CancellationToken) -> Outcome {
         self.run_reporting(p, tier, cancel).await.0
     }
 
-    /// [`Spawner::run`], with the network targets its proxy refused (a command granted
-    /// named hosts), for the call's record.
-    pub async fn run_reporting(
-        &self,
-        p: Prepared,
-        tier: Tier,
-        cancel: &CancellationToken,
-    ) -> (Outcome, Vec<proxy::Refused>) {
+    /// [`Spawner::run`], with what its call's record is to hold: the network targets
+    /// its proxy refused (a command granted named hosts) and the carve-outs it ran into.
+    pub async fn run_reporting(&self, p: Prepared, tier: Tier, cancel: &CancellationToken) -> (Outcome, Report) {
         let started = Instant::now();
         let full = tier == Tier::Full;
         let mut outcome = Outcome {
@@ -43,7 +47,7 @@ impl Spawner {
         };
         if let Some(why) = p.missing {
             outcome.error = Some(why);
-            return (outcome, Vec::new());
+            return (outcome, Report::default());
         }
         // Named hosts: a network namespace of its own, whose only way out is the proxy.
         let hosts = match (&tier, &p.plan) {
@@ -65,7 +69,7 @@ impl Spawner {
             Ok(g) => g,
             Err(e) => {
                 outcome.error = Some(format!("cannot create the command's temporary directory: {e}"));
-                return (outcome, Vec::new());
+                return (outcome, Report::default());
             }
         };
         let mech = match self.cfg.containment {
@@ -76,7 +80,7 @@ impl Spawner {
             Ok(c) => c,
             Err(e) => {
                 outcome.error = Some(format!("cannot set up process containment: {e}"));
-                return (outcome, Vec::new());
+                return (outcome, Report::default());
             }
         };
         let mut ruleset = None;
@@ -123,7 +127,7 @@ impl Spawner {
                 Ok(rs) => ruleset = Some(rs),
                 Err(e) => {
                     outcome.error = Some(format!("cannot build the Landlock ruleset: {e}"));
-                    return (outcome, Vec::new());
+                    return (outcome, Report::default());
                 }
             }
         }
@@ -137,7 +141,7 @@ impl Spawner {
             Ok(h) => h,
             Err(e) => {
                 outcome.error = Some(format!("cannot set up the command's network proxy: {e}"));
-                return (outcome, Vec::new());
+                return (outcome, Report::default());
             }
         };
         if hosts.is_some() {
@@ -146,12 +150,16 @@ impl Spawner {
         let landlock_fd: Option<OwnedFd> = ruleset.and_then(|rs| rs.into());
         // The path rules' carve-outs, below full access, where the child gets a mount
         // namespace of its own.
-        let carve_rules = p.carve.as_ref().filter(|_| !full);
-        let plan = carve_rules.map(|rules| carve::plan(rules, &p.root));
-        let carve_c = match &plan {
-            Some(plan) if spawn::isolation() => carve::c_paths(&plan.carves, &p.cwd_rel),
-            _ => Vec::new(),
+        let walk = match p.carve.as_ref().filter(|_| !full && spawn::isolation()) {
+            Some(rules) => Some(self.trees.get(rules, &p.root).await),
+            None => None,
         };
+        let plan = walk.as_ref().map(|t| {
+            let mut t = t.lock().unwrap_or_else(|e| e.into_inner());
+            t.refresh();
+            t.plan()
+        });
+        let carve_c = plan.as_ref().map(|plan| carve::c_paths(&plan.carves, &p.cwd_rel)).unwrap_or_default();
         let spec = spawn::ChildSpec {
             program: &p.program,
             argv: &argv,
@@ -176,7 +184,7 @@ impl Spawner {
                 };
                 outcome.error = Some(format!("`{}` could not be started: {e}{hint}", p.display));
                 outcome.duration_ms = started.elapsed().as_millis() as u64;
-                return (outcome, Vec::new());
+                return (outcome, Report::default());
             }
         };
         drop(landlock_fd);
@@ -280,10 +288,11 @@ impl Spawner {
                 None => Termination::Signalled,
             },
         };
-        // Protected paths the command made at the root, which did not exist for a
-        // carve-out to keep: said in its result (and so its record).
-        if let (Some(rules), Some(plan)) = (carve_rules, &plan) {
-            let made = carve::created_since(rules, &p.root, &plan.names);
+        let mut report = Report::default();
+        if let (Some(walk), Some(plan)) = (&walk, &plan) {
+            // Protected paths the command made, which did not exist for a carve-out to
+            // keep: said in its result (and so its record).
+            let made = walk.lock().unwrap_or_else(|e| e.into_inner()).refresh();
             if !made.is_empty() {
                 tracing::warn!(target: "cheng::process", command = %p.display, paths = ?made,
                     "a command created files the path rules protect");
@@ -293,9 +302,20 @@ impl Spawner {
                     made.join(", ")
                 ));
             }
+            if plan.incomplete {
+                outcome.stderr.push_str(&format!(
+                    "\n[cheng] The path rules were applied to the first {} directories of this workspace and {} \
+                     paths; protected files beyond them were not kept from this command.\n",
+                    carve::MAX_DIRS,
+                    carve::MAX
+                ));
+            }
+            if let Some(rules) = &p.carve {
+                report.carve_hits = carve::hits(rules, &plan.carves, &outcome.stderr);
+            }
         }
-        let refused = proxy.map(|px| px.refused()).unwrap_or_default();
-        (outcome, refused)
+        report.refused = proxy.map(|px| px.refused()).unwrap_or_default();
+        (outcome, report)
     }
 }
 

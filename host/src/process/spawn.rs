@@ -317,6 +317,7 @@ fn spawn_direct(spec: &ChildSpec<'_>) -> io::Result<Child> {
         stdin: spec.stdin.unwrap_or(p.devnull.as_raw_fd()),
         netns: spec.netns,
         pdeathsig: spec.die_with_host,
+        no_root: false,
         ifreq: &ifreq,
         stdout: out_w.as_raw_fd(),
         stderr: err_w.as_raw_fd(),
@@ -371,12 +372,14 @@ fn spawn_isolated(spec: &ChildSpec<'_>) -> io::Result<Child> {
             gid_map: Line::new(format_args!("{gid} {gid} 1\n")),
             carve: carve.as_ptr(),
             carve_len: carve.len(),
+            hidden: super::carve::hidden().0.as_ptr(),
         },
         ifreq: lo_up(),
         child: ChildData {
             stdin: 0,
             netns: false,
             pdeathsig: false,
+            no_root: true,
             ifreq: std::ptr::null(),
             stdout: 1,
             stderr: 2,
@@ -456,6 +459,8 @@ struct ChildData {
     stdin: RawFd,
     netns: bool,
     pdeathsig: bool,
+    /// In its own user namespace: no capabilities across `execve`, even as uid 0.
+    no_root: bool,
     ifreq: *const IfReq,
     stdout: RawFd,
     stderr: RawFd,
@@ -485,6 +490,8 @@ struct InitData {
     gid_map: Line,
     carve: *const CarveC,
     carve_len: usize,
+    /// The file bound over unreadable ones (`/dev/null` where none could be made).
+    hidden: *const libc::c_char,
 }
 
 /// One carve-out as the init reads it.
@@ -654,7 +661,10 @@ extern "C" fn init_main(arg: *mut libc::c_void) -> libc::c_int {
                     libc::mount(c.path, c.path, std::ptr::null(), libc::MS_BIND | libc::MS_REC, std::ptr::null()) == 0
                         && ro(c.path, c.locked)
                 }
-                1 => libc::mount(c"/dev/null".as_ptr(), c.path, std::ptr::null(), libc::MS_BIND, std::ptr::null()) == 0,
+                1 => {
+                    libc::mount(d.hidden, c.path, std::ptr::null(), libc::MS_BIND, std::ptr::null()) == 0
+                        && ro(c.path, c.locked)
+                }
                 _ => {
                     libc::mount(
                         c"tmpfs".as_ptr(),
@@ -819,6 +829,15 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             if libc::syscall(libc::SYS_landlock_restrict_self, d.landlock, 0u32) != 0 {
                 fail_with(d.fail);
             }
+        }
+        // A root host's command is uid 0 in its namespace: it execs without the
+        // capabilities root would get, so file modes bind it as they bind anyone (the
+        // path rules' unreadable stand-in refuses it too). Best effort: where the kernel
+        // refuses, the namespace's bounds still hold.
+        if d.no_root {
+            const SECBIT_NOROOT: libc::c_ulong = 1 << 0;
+            const SECBIT_NOROOT_LOCKED: libc::c_ulong = 1 << 1;
+            libc::prctl(libc::PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED, 0, 0, 0);
         }
         libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
         libc::execve(d.program, d.argv, d.envp);

@@ -50,7 +50,7 @@ pub async fn run(cli: &Cli, config: &Config, state: &Option<PathBuf>) -> Result<
         }
         Command::Rules { action } => rules(&need_state(state)?, action.as_ref())?,
         Command::Token { action } => token(cli, config, &need_state(state)?, action)?,
-        Command::Settings { action } => show_settings(&need_state(state)?, action.as_ref())?,
+        Command::Settings { action } => show_settings(&need_state(state)?, action.as_ref(), config)?,
         _ => return Ok(None),
     };
     Ok(Some(code))
@@ -221,7 +221,7 @@ fn token(cli: &Cli, config: &Config, dir: &Path, action: &TokenCommand) -> Resul
 
 /// `cheng settings [set KEY VALUE]`: the saved settings, and what confines commands on
 /// this machine (shown, not saved).
-fn show_settings(dir: &Path, action: Option<&SettingsCommand>) -> Result<u8> {
+fn show_settings(dir: &Path, action: Option<&SettingsCommand>, config: &Config) -> Result<u8> {
     let mut s = settings::Settings::load_or_init(dir)?;
     if let Some(SettingsCommand::Set { key, value }) = action {
         s.set(key, value).map_err(UsageError)?;
@@ -236,6 +236,22 @@ fn show_settings(dir: &Path, action: Option<&SettingsCommand>) -> Result<u8> {
         },
         "containment": c.containment,
         "mcp_servers_without_network": c.mcp_network,
+    });
+    // The path rules in force: the operator's first (they replace a built-in rule they
+    // match), then the built-in ones.
+    let word = |d: cheng_host::policy::process::RuleDecision| format!("{d:?}").to_lowercase();
+    shown["path_rules"] = json!({
+        "operator": config.files.rules.iter().map(|r| json!({
+            "paths": r.paths, "read": r.read, "write": r.write,
+        })).collect::<Vec<_>>(),
+        "built_in": cheng_host::policy::files::built_in().iter().map(|b| json!({
+            "paths": b.pattern,
+            "read": word(b.decision(cheng_host::policy::files::Access::Read)),
+            "write": word(b.decision(cheng_host::policy::files::Access::Write)),
+            "why": b.reason,
+            "except": b.except,
+        })).collect::<Vec<_>>(),
+        "change": "add [[files.rules]] entries (paths, read, write) to cheng.toml",
     });
     emit_json(&shown)?;
     Ok(0)

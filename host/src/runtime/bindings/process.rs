@@ -92,10 +92,13 @@ pub(super) async fn approve_and_run(
         }
     };
     scope.commands(1);
-    let (mut out, refused) = caps.spawner.run_reporting(prepared, tier, &scope.cx.cancel).await;
+    let (mut out, report) = caps.spawner.run_reporting(prepared, tier, &scope.cx.cancel).await;
     scope.commands(-1);
-    for r in refused {
+    for r in report.refused {
         scope.deny(capability::command_network(&r.target, &r.why));
+    }
+    for h in report.carve_hits {
+        scope.deny(capability::path_rule(&h.rel, h.write, h.message));
     }
     if asked_confined && out.exit_code.is_some_and(|c| c != 0) {
         out.stderr.push_str(
