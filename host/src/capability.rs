@@ -327,6 +327,23 @@ pub fn workspace(workspace: &std::path::Path, root: &std::path::Path) -> Denial 
     )
 }
 
+/// A workspace that was found, not given, and is one never served unless given
+/// (`why`: what it is, from [`crate::guard::found_workspace_refusal`]).
+pub fn found_workspace(workspace: &std::path::Path, why: &str) -> Denial {
+    Denial::new(
+        Right::Workspace,
+        workspace.display().to_string(),
+        ErrorKind::PathRefused,
+        format!(
+            "Refusing workspace \"{}\": it is {why}, which is served only when given explicitly (cheng serve or \
+             cheng call --workspace {}, a token pinned to it, or Context::given for an embedder); work in a \
+             project directory instead",
+            workspace.display(),
+            workspace.display()
+        ),
+    )
+}
+
 /// A network request the egress guard refused (`target`, cut to 512 characters).
 pub fn network(target: &str, message: &str) -> Denial {
     Denial::new(Right::Network, cheng_contract::text::cut_chars(target, 512), ErrorKind::NotGranted, message)

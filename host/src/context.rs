@@ -26,6 +26,11 @@ pub struct Context {
     /// The caller's trace context (W3C `traceparent`, `tracestate`), when it sent one:
     /// the call's span is its child, and what the call sends on carries it.
     pub trace: Option<opentelemetry::trace::SpanContext>,
+    /// The workspace was given explicitly (a command-line flag, a token pinned to it,
+    /// the embedder's own setting) rather than found (a client's roots, the current
+    /// directory). A found workspace that is `/`, the home, or holds the home or the
+    /// host's state directory is refused ([`crate::guard::found_workspace_refusal`]).
+    pub given: bool,
 }
 
 impl Context {
@@ -38,6 +43,7 @@ impl Context {
             cancel: CancellationToken::new(),
             caller: String::new(),
             trace: None,
+            given: false,
         }
     }
 
@@ -63,6 +69,14 @@ impl Context {
     /// writes them. A value that does not parse is ignored (the call starts a trace).
     pub fn traceparent(mut self, traceparent: &str, tracestate: Option<&str>) -> Self {
         self.trace = crate::trace::extract(traceparent, tracestate);
+        self
+    }
+
+    /// Say whether the workspace was given explicitly (`true`) or found (`false`, the
+    /// default): only a given one may be `/`, the home, or hold the home or the host's
+    /// state directory.
+    pub fn given(mut self, given: bool) -> Self {
+        self.given = given;
         self
     }
 

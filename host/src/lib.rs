@@ -19,6 +19,10 @@
 //! # Ok(()) }
 //! ```
 //!
+//! A [`Context`]'s workspace counts as *found* (a client's root, the current
+//! directory) unless the caller says it was given ([`Context::given`]): a found one that
+//! is `/`, the home, or holds the home or the host's state directory is refused.
+//!
 //! Two roles, a custom approver, a third-party plugin, and calls that are ok, denied,
 //! and approved or declined (the program in `examples/embed` does the same):
 //!

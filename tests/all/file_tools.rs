@@ -304,13 +304,15 @@ async fn the_config_and_state_dir_in_use_are_never_written() {
     b.config(cheng_host::policy::Config::load(&cfg).unwrap());
     b.state_dir(ws.path().join("state")).cache_dir(util::shared_state().join("cache"));
     let h = b.build().await.unwrap();
+    // Given: a found workspace holding the state directory would be refused outright.
+    let cx = cheng_host::Context::new(ws.path()).given(true);
     for path in ["cheng.toml", "state/settings.json", "state/audit.jsonl"] {
-        let r = call(&h, ws.path(), "write_file", json!({"path": path, "content": "pwned"})).await;
+        let r = h.call(&cx, "write_file", json!({"path": path, "content": "pwned"})).await;
         assert_eq!(r.error_kind, Some(ErrorKind::PathRefused), "{path}: {}", r.output);
     }
     assert_eq!(std::fs::read_to_string(&cfg).unwrap(), "");
     // Control: an ordinary file next to them is written.
-    let r = call(&h, ws.path(), "write_file", json!({"path": "cheng.toml.txt", "content": "fine"})).await;
+    let r = h.call(&cx, "write_file", json!({"path": "cheng.toml.txt", "content": "fine"})).await;
     assert_eq!(r.status, Status::Ok);
 }
 

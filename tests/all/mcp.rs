@@ -563,7 +563,8 @@ async fn a_scoped_write_grant_writes_only_its_folder_and_never_the_hosts_state()
     b.config(Config::from_toml_str(&config("{ read = [\".\"], write = [\"out\"] }"), "test.toml").unwrap());
     b.state_dir(&inner_state);
     let host = b.build().await.unwrap();
-    let r = host.call(&agent, "files__write_file", json!({"path": "out/z", "content": "y"})).await;
+    // Given (a found workspace holding the state directory is refused before any tool).
+    let r = host.call(&agent.clone().given(true), "files__write_file", json!({"path": "out/z", "content": "y"})).await;
     assert_eq!(r.error_kind, Some(ErrorKind::SpawnFailed), "{}", r.output);
     assert!(r.output["error"].as_str().unwrap().contains("lies where this server could write"), "{}", r.output);
 }

@@ -67,7 +67,8 @@ async fn config_and_state_dir_inside_the_workspace_are_protected() {
         Grant { fs: FsGrant::Read, spawn: false, memory_mb: None, cpu_ms: None, net: vec![] },
     ));
     let h = b.build().await.unwrap();
-    let cx = Context::new(ws.path()).role("t");
+    // Given: a found workspace holding the state directory would be refused outright.
+    let cx = Context::new(ws.path()).role("t").given(true);
     let protected = |target: &str| {
         let h = h.clone();
         let cx = cx.clone();

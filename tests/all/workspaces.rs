@@ -251,3 +251,36 @@ async fn a_relative_or_linked_workspace_is_recorded_absolute_and_resolved() {
     let ws = base.join("tb/ws").display().to_string();
     assert_eq!(places(), vec![ws; 4], "every record names the resolved workspace");
 }
+
+/// The host's own rule, for every caller (an embedder's `Host::call` here): a workspace
+/// that was found rather than given is refused when it is `/` or holds the host's state
+/// directory, with a denial on the record saying how to give it; given explicitly
+/// (`Context::given`), the same directory is served (the positive control), and an
+/// ordinary project directory is served either way.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_host_refuses_a_found_workspace_that_is_root_or_holds_its_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let state = base.join("state");
+    std::fs::create_dir_all(base.join("project")).unwrap();
+    std::fs::write(base.join("project/a.txt"), "a").unwrap();
+    let mut b = cheng_host::HostBuilder::new();
+    b.cache_dir(util::shared_state().join("cache"));
+    b.state_dir(&state);
+    let h = b.build().await.unwrap();
+    for (ws, what) in
+        [(base.clone(), "holds the host's state directory"), (PathBuf::from("/"), "the file system's root")]
+    {
+        let (r, rec) = h.call_recorded(&cheng_host::Context::new(&ws), "list_dir", serde_json::json!({})).await;
+        assert_eq!(r.status, cheng_host::Status::Denied, "{}", r.output);
+        assert_eq!(r.error_kind, Some(cheng_host::ErrorKind::PathRefused));
+        let e = r.output["error"].as_str().unwrap();
+        assert!(e.contains(what) && e.contains("--workspace") && e.contains("Context::given"), "{e}");
+        assert!(rec.denials.iter().any(|d| d.target == ws.display().to_string()), "{:?}", rec.denials);
+        // Given explicitly, it is served.
+        let r = h.call(&cheng_host::Context::new(&ws).given(true), "list_dir", serde_json::json!({})).await;
+        assert_eq!(r.status, cheng_host::Status::Ok, "{}", r.output);
+    }
+    let r = h.call(&cheng_host::Context::new(base.join("project")), "list_dir", serde_json::json!({})).await;
+    assert_eq!(r.status, cheng_host::Status::Ok, "{}", r.output);
+}

@@ -461,7 +461,11 @@ impl ServerHandler for ChengMcp {
         // answered is withdrawn, and nothing runs for nobody.
         let ct = cx.ct.child_token();
         let gone = parts(&cx).and_then(|p| p.extensions.get::<super::http::RequestGone>()).map(|g| g.0.clone());
-        let mut cx_call = Context::new(&workspace).role(role).run(run.clone()).cancel_with(ct.clone()).caller(caller);
+        // Given: pinned to the token or by --workspace; else found (the host refuses a
+        // found one that is `/`, the home, or holds either or the state directory).
+        let given = p.workspace.is_some() || !self.inner.workspace.asks_roots();
+        let mut cx_call =
+            Context::new(&workspace).role(role).run(run.clone()).cancel_with(ct.clone()).caller(caller).given(given);
         // The caller's trace: `_meta` (the MCP revision of 2026-07-28) or, over HTTP, the
         // request's headers.
         if let Some((parent, state)) = trace_context(&cx) {

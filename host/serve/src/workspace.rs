@@ -39,8 +39,9 @@ pub struct Roots {
     /// When set, a root must match one of these (`[serve] workspaces`); over HTTP it
     /// must be set for roots to count at all.
     allowed: Option<(GlobSet, Vec<String>)>,
-    /// Directories never served unless given: the home, the state dir.
-    guarded: Vec<PathBuf>,
+    /// Directories never served unless given, with what each is: the home, the state
+    /// directory.
+    guarded: Vec<(PathBuf, &'static str)>,
     /// The directory whose root wins among several (the server's current directory).
     here: Option<PathBuf>,
 }
@@ -76,8 +77,11 @@ impl WorkspaceChoice {
             let set = set.build().map_err(|e| NoWorkspace(format!("[serve] workspaces: {e}")))?;
             Some((set, allowed.to_vec()))
         };
-        let mut guarded: Vec<PathBuf> = home_dir().into_iter().collect();
-        guarded.push(std::fs::canonicalize(state_dir).unwrap_or_else(|_| state_dir.to_path_buf()));
+        let mut guarded: Vec<(PathBuf, &str)> = home_dir().into_iter().map(|h| (h, "the home directory")).collect();
+        guarded.push((
+            std::fs::canonicalize(state_dir).unwrap_or_else(|_| state_dir.to_path_buf()),
+            "the server's state directory",
+        ));
         let here = std::env::current_dir().ok().and_then(|d| std::fs::canonicalize(d).ok());
         Ok(WorkspaceChoice::FromRoots(Roots { allowed, guarded, here }))
     }
@@ -191,13 +195,8 @@ impl WorkspaceChoice {
 impl Roots {
     /// Refuse `/`, a guarded directory, or one that holds a guarded directory.
     fn admit_guarded(&self, dir: &Path, what: &str) -> Result<(), NoWorkspace> {
-        let why = if dir.parent().is_none() {
-            Some("the file system's root".to_string())
-        } else {
-            self.guarded.iter().find(|g| g.starts_with(dir)).map(|g| {
-                if g == dir { format!("{}", g.display()) } else { format!("a directory that holds {}", g.display()) }
-            })
-        };
+        // The host's rule for a found workspace; the server says it in its own words.
+        let why = cheng_host::guard::refusal_among(dir, &self.guarded);
         match why {
             None => Ok(()),
             Some(why) => Err(NoWorkspace(format!(
@@ -252,7 +251,7 @@ mod tests {
         .unwrap();
         if let WorkspaceChoice::FromRoots(r) = &mut c {
             r.here = here.map(Path::to_path_buf);
-            r.guarded = guarded.iter().map(|p| p.to_path_buf()).collect();
+            r.guarded = guarded.iter().map(|p| (p.to_path_buf(), "the home directory")).collect();
         }
         c
     }

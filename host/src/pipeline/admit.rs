@@ -119,8 +119,9 @@ pub(super) async fn validated(scope: &CallScope, v: Validation) -> Result<(), To
     })
 }
 
-/// Stage 5: The workspace: resolved once per call (it may sit behind a symlink), and inside
-/// the workspaces root when external workspaces are off.
+/// Stage 5: The workspace: resolved once per call (it may sit behind a symlink), inside
+/// the workspaces root when external workspaces are off, and — when it was found, not
+/// given — none of `/`, the home, or a directory holding either or the state directory.
 pub(super) fn workspace(inner: &Inner, scope: &CallScope) -> Result<Arc<Guard>, ToolResult> {
     let guard =
         Guard::new(&scope.cx.workspace).map_err(|e| scope.fail(Status::Error, ErrorKind::NotFound, e.to_string()))?;
@@ -129,6 +130,11 @@ pub(super) fn workspace(inner: &Inner, scope: &CallScope) -> Result<Arc<Guard>, 
         && !guard.root().starts_with(root)
     {
         return Err(scope.refuse(capability::workspace(guard.root(), root)));
+    }
+    if !scope.cx.given
+        && let Some(why) = crate::guard::found_workspace_refusal(guard.root(), inner.state_dir.as_deref())
+    {
+        return Err(scope.refuse(capability::found_workspace(guard.root(), &why)));
     }
     Ok(Arc::new(guard))
 }

@@ -59,6 +59,8 @@ pub(crate) struct Inner {
     pub(crate) records: RecordSink,
     pub(crate) protected_abs: Vec<PathBuf>,
     pub(crate) workspaces_root: Option<PathBuf>,
+    /// The state directory, resolved (a found workspace may not hold it).
+    pub(crate) state_dir: Option<PathBuf>,
     pub(crate) spawner: Arc<Spawner>,
     pub(crate) observer: Arc<crate::observe::Observer>,
     pub(crate) egress: Arc<crate::egress::Egress>,

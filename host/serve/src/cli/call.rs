@@ -88,7 +88,7 @@ pub async fn call(
         }
     };
     known_role(host.policy(), &role)?;
-    let mut cx = Context::new(workspace).role(role);
+    let mut cx = Context::new(workspace).role(role).given(cli.workspace.is_some());
     if let Some(run) = &cli.run {
         cx = cx.run(run.clone());
     }
