@@ -209,7 +209,9 @@ impl Tool for WorkspaceGitWrite {
             repository,
             exit_code,
             termination,
+            signal,
             duration_ms,
+            timeout_ms,
             stdout,
             stdout_truncated,
             stderr,
@@ -221,8 +223,9 @@ impl Tool for WorkspaceGitWrite {
         let out = host::Outcome {
             cwd: repository,
             exit_code,
+            signal,
             duration_ms,
-            timeout_ms: budget_ms(input.timeout_ms, duration_ms),
+            timeout_ms,
             stdout,
             stdout_truncated,
             stderr,
@@ -232,13 +235,6 @@ impl Tool for WorkspaceGitWrite {
         };
         Ok(shape(op_name, out, branch, head))
     }
-}
-
-/// The budget git ran with, for a timeout's words. Git's outcome carries neither the
-/// budget nor the signal (so a signal is unnamed): the budget is the one asked for,
-/// clamped as the host clamps it, or else (the operator's default applied) how long git ran.
-fn budget_ms(requested_ms: Option<u64>, duration_ms: u64) -> u64 {
-    requested_ms.map_or(duration_ms, |t| t.clamp(1, host::MAX_TIMEOUT_MS))
 }
 
 /// The tool's answer: the contract's verdict on git's outcome (its `cwd` the
@@ -329,9 +325,10 @@ mod tests {
         let r = shaped(outcome(Termination::Cancelled));
         assert_eq!(r.summary, "Command was cancelled after 61500 ms and was killed");
         assert_eq!(r.error_kind.as_deref(), Some("LOCAL_EXECUTOR_CANCELLED"));
-        let r = shaped(outcome(Termination::Signalled));
-        assert_eq!(r.summary, "`git commit -m x` was killed by a signal");
-        assert_eq!(r.error.as_deref(), Some("`git commit -m x` was killed by a signal"));
+        // The host passes the signal on: it is named, as a command's is.
+        let r = shaped(host::Outcome { signal: Some(9), ..outcome(Termination::Signalled) });
+        assert_eq!(r.summary, "`git commit -m x` was killed by SIGKILL");
+        assert_eq!(r.error.as_deref(), Some("`git commit -m x` was killed by SIGKILL"));
         let why = "git was not found on the host's PATH";
         let r = shaped(host::Outcome { error: Some(why.into()), ..outcome(Termination::SpawnFailed) });
         assert_eq!(r.summary, format!("`git commit -m x` could not be started: {why}"));
@@ -340,13 +337,5 @@ mod tests {
             (Some("LOCAL_EXECUTOR_SPAWN_FAILED"), true, Some(why))
         );
         assert_eq!(r.repository, ".");
-    }
-
-    #[test]
-    fn the_budget_is_the_one_asked_for_or_how_long_git_ran() {
-        assert_eq!(budget_ms(Some(5_000), 5_210), 5_000);
-        assert_eq!(budget_ms(Some(9_000_000), 600_100), 600_000);
-        assert_eq!(budget_ms(Some(0), 3), 1);
-        assert_eq!(budget_ms(None, 61_500), 61_500);
     }
 }
