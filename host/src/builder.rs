@@ -109,6 +109,14 @@ impl HostBuilder {
         self
     }
 
+    /// For a process that makes one call and exits (the CLI's `cheng call`): components
+    /// are given memory on demand rather than from a pool, whose set-up (about 1 ms)
+    /// would cost more than it saves.
+    pub fn one_shot(&mut self) -> &mut Self {
+        self.engine = runtime::engine::EngineOptions { pooling: false, ..self.engine };
+        self
+    }
+
     /// Load a third-party component with `grant`. Its tools are granted to no role
     /// until a role names them. A plugin that cannot be loaded is reported by
     /// [`Host::load_errors`]; the host and the other plugins keep working.
@@ -248,7 +256,7 @@ impl HostBuilder {
         };
         let audit_path = match self.audit_off {
             true => None,
-            false => self.audit.clone().or_else(|| self.state_dir.as_ref().map(|d| d.join("audit.jsonl"))),
+            false => self.audit.clone().or_else(|| self.state_dir.as_deref().map(crate::records::audit_log_in)),
         };
         let log = match audit_path {
             Some(p) => Some(
@@ -357,7 +365,7 @@ impl HostBuilder {
 
     /// The egress guard a host built now would use (the `[web]` rules, this builder's
     /// resolver), for network work beside a host: pulling plugin components
-    /// ([`crate::oci::pull`]).
+    /// (`oci::pull`, with the `oci` feature).
     pub fn egress(&self) -> Result<Arc<crate::egress::Egress>, crate::policy::ConfigError> {
         Ok(Arc::new(crate::egress::Egress::new(self.web()?.rules, self.resolver.clone())))
     }

@@ -119,6 +119,7 @@ pub mod guard;
 mod host;
 mod inspect;
 pub mod observe;
+#[cfg(feature = "oci")]
 pub mod oci;
 pub mod pipeline;
 mod plugins;

@@ -70,6 +70,7 @@ pub enum PluginError {
     /// Its component comes from a registry, and was not pulled, or its stored copy is
     /// damaged.
     #[error("{0}")]
+    #[cfg(feature = "oci")]
     Oci(#[from] crate::oci::OciError),
     /// Its tools could not be registered (a name another component has).
     #[error(transparent)]
@@ -112,6 +113,16 @@ pub(crate) fn plugin_from_config(
         }
         // A component from a registry: the accepted version in the state directory's
         // store, checked there; nothing is fetched now.
+        #[cfg(not(feature = "oci"))]
+        (None, Some(source)) => {
+            let _ = state_dir;
+            return Err(PluginError::Entry(format!(
+                "plugin \"{id}\": source = \"{source}\" (a component from a registry) needs cheng-host's \"oci\" \
+                 feature, which this build was made without; give the component as path = \"….wasm\", or build \
+                 with --features oci"
+            )));
+        }
+        #[cfg(feature = "oci")]
         (None, Some(source)) => {
             let Some(state) = state_dir else {
                 return Err(PluginError::Oci(crate::oci::OciError::NotPulled(format!(

@@ -3,6 +3,10 @@
 //! declined by the approver.
 //!
 //! The binary (`src/main.rs`) prints the outcomes; the host's tests call [`run`].
+//!
+//! It links `cheng-host` without its optional features (the workspace's dependency
+//! turns default features off; `cheng` turns on `oci`): every built-in tool and local
+//! plugins, no OCI client. Add `features = ["oci"]` for plugins pulled from registries.
 
 use std::future::Future;
 use std::path::Path;

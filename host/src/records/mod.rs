@@ -66,6 +66,12 @@ pub use verify::{Break, HeadSeen, Problem, Verification, verify, verify_expectin
 
 pub use crate::context::Status;
 
+/// The audit log's file in a host's state directory (what [`crate::HostBuilder`] writes
+/// when given a state directory and no other log).
+pub fn audit_log_in(state_dir: &Path) -> PathBuf {
+    state_dir.join("audit.jsonl")
+}
+
 /// Longest preview kept in a record.
 pub const PREVIEW_CHARS: usize = 200;
 /// Results up to this size are stored whole; larger ones as head and tail.

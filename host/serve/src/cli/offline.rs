@@ -16,12 +16,12 @@ use super::{EXIT_ERROR, EXIT_USAGE, UsageError, emit_json, known_role, need_stat
 pub async fn run(cli: &Cli, config: &Config, state: &Option<PathBuf>) -> Result<Option<u8>> {
     let code = match &cli.command {
         Command::Records { action: Some(RecordsCommand::Verify { head, expect }), .. } => {
-            verify(&need_state(state)?.join("audit.jsonl"), *head, expect.as_deref())?
+            verify(&cheng_host::records::audit_log_in(&need_state(state)?), *head, expect.as_deref())?
         }
         Command::Records { action: None, status, tool, last } => {
             let filter =
                 Filter { status: status.map(status_of), tool: tool.clone(), run: cli.run.clone(), last: *last };
-            let recs = cheng_host::records::read_log(&need_state(state)?.join("audit.jsonl"), &filter)?;
+            let recs = cheng_host::records::read_log(&cheng_host::records::audit_log_in(&need_state(state)?), &filter)?;
             emit_json(&recs)?;
             0
         }
@@ -146,8 +146,9 @@ fn rules(dir: &Path, action: Option<&super::args::RulesCommand>) -> Result<u8> {
         Some(RulesCommand::Revoke { id }) => {
             // SAFETY: getuid has no failure mode.
             let by = format!("cli:uid {}", unsafe { libc::getuid() });
-            let log = cheng_host::records::AuditLog::open(&dir.join("audit.jsonl"), std::time::Duration::ZERO)
-                .context("cannot open the audit log to record the revoke")?;
+            let log =
+                cheng_host::records::AuditLog::open(&cheng_host::records::audit_log_in(dir), std::time::Duration::ZERO)
+                    .context("cannot open the audit log to record the revoke")?;
             match store.revoke(id)? {
                 Some(rule) => {
                     log.append(&cheng_host::records::operator_record(

@@ -72,7 +72,7 @@ pub async fn host(cli: &Cli, config: &Config, state: &Option<PathBuf>) -> Result
             };
             builder.approver(approver_for(approve, saved.auto_approve));
             // One call per process: the pooling allocator's set-up would cost more than it saves.
-            builder.engine_options(cheng_host::runtime::engine::EngineOptions { pooling: false, ..Default::default() });
+            builder.one_shot();
         }
     }
     let host = builder.build().await.context("cannot start the host")?;
