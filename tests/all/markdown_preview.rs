@@ -21,7 +21,8 @@ async fn host() -> Host {
 }
 
 async fn md(h: &Host, ws: &Path, op: &str, path: &str) -> Value {
-    let r = h.call(&Context::new(ws), "workspace_markdown", json!({"operation": op, "path": path})).await;
+    // Given: one workspace here is this repository, which holds the tests' state directory.
+    let r = h.call(&Context::new(ws).given(true), "workspace_markdown", json!({"operation": op, "path": path})).await;
     assert_eq!(r.status, Status::Ok, "{}", r.output);
     r.output
 }

