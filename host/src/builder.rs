@@ -334,7 +334,7 @@ impl HostBuilder {
                 records: RecordSink { log, on_failure: self.config.records.on_failure },
                 protected_abs,
                 workspaces_root,
-                state_dir: self.state_dir.as_ref().map(|d| std::fs::canonicalize(d).unwrap_or_else(|_| d.clone())),
+                never_found: crate::guard::never_found(self.state_dir.as_deref()),
                 spawner,
                 observer,
                 egress,

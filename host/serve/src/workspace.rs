@@ -196,7 +196,7 @@ impl Roots {
     /// Refuse `/`, a guarded directory, or one that holds a guarded directory.
     fn admit_guarded(&self, dir: &Path, what: &str) -> Result<(), NoWorkspace> {
         // The host's rule for a found workspace; the server says it in its own words.
-        let why = cheng_host::guard::refusal_among(dir, &self.guarded);
+        let why = cheng_host::guard::found_workspace_refusal(dir, &self.guarded);
         match why {
             None => Ok(()),
             Some(why) => Err(NoWorkspace(format!(

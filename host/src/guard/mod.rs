@@ -380,24 +380,26 @@ pub use write::{DirEntry, EntryKind, WriteError, Written, escape_name};
 #[cfg(test)]
 mod tests;
 
+/// The directories a workspace nobody gave explicitly may neither be nor hold, resolved,
+/// each with what it is: the user's home (`$HOME`) and the host's `state_dir` — an agent
+/// must not get the user's keys and shell start-up files, or the host's own state,
+/// because a client was started in the wrong place. A host works this out once, when
+/// it is built.
+pub fn never_found(state_dir: Option<&Path>) -> Vec<(PathBuf, &'static str)> {
+    let resolve = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| resolve(Path::new(&h)));
+    let mut guarded: Vec<(PathBuf, &'static str)> = home.into_iter().map(|h| (h, "the home directory")).collect();
+    guarded.extend(state_dir.map(|s| (resolve(s), "the host's state directory")));
+    guarded
+}
+
 /// Why `root` (resolved) may not be a workspace nobody gave explicitly: the file
-/// system's root, the user's home, or a directory holding the home or `state_dir` —
-/// an agent must not get the user's keys and shell start-up files, or the host's own
-/// state, because a client was started in the wrong place. `None`: it may be.
+/// system's root, or one of `guarded` ([`never_found`]) or a directory holding one.
+/// `None`: it may be.
 ///
 /// The host applies this to every call whose [`Context`](crate::Context) says its
 /// workspace was found rather than given ([`Context::given`](crate::Context::given)).
-pub fn found_workspace_refusal(root: &Path, state_dir: Option<&Path>) -> Option<String> {
-    let resolve = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| resolve(Path::new(&h)));
-    let mut guarded: Vec<(PathBuf, &str)> = home.into_iter().map(|h| (h, "the home directory")).collect();
-    guarded.extend(state_dir.map(|s| (resolve(s), "the host's state directory")));
-    refusal_among(root, &guarded)
-}
-
-/// [`found_workspace_refusal`] against a list of guarded directories (resolved), each
-/// with what it is.
-pub fn refusal_among(root: &Path, guarded: &[(PathBuf, &str)]) -> Option<String> {
+pub fn found_workspace_refusal(root: &Path, guarded: &[(PathBuf, &str)]) -> Option<String> {
     if root.parent().is_none() {
         return Some("the file system's root".into());
     }

@@ -132,7 +132,7 @@ pub(super) fn workspace(inner: &Inner, scope: &CallScope) -> Result<Arc<Guard>, 
         return Err(scope.refuse(capability::workspace(guard.root(), root)));
     }
     if !scope.cx.given
-        && let Some(why) = crate::guard::found_workspace_refusal(guard.root(), inner.state_dir.as_deref())
+        && let Some(why) = crate::guard::found_workspace_refusal(guard.root(), &inner.never_found)
     {
         return Err(scope.refuse(capability::found_workspace(guard.root(), &why)));
     }

@@ -59,8 +59,9 @@ pub(crate) struct Inner {
     pub(crate) records: RecordSink,
     pub(crate) protected_abs: Vec<PathBuf>,
     pub(crate) workspaces_root: Option<PathBuf>,
-    /// The state directory, resolved (a found workspace may not hold it).
-    pub(crate) state_dir: Option<PathBuf>,
+    /// What a found workspace may neither be nor hold: the home and the state
+    /// directory, resolved once ([`crate::guard::never_found`]).
+    pub(crate) never_found: Vec<(PathBuf, &'static str)>,
     pub(crate) spawner: Arc<Spawner>,
     pub(crate) observer: Arc<crate::observe::Observer>,
     pub(crate) egress: Arc<crate::egress::Egress>,

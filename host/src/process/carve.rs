@@ -79,6 +79,11 @@ fn guarded(rules: &FileRules, rel: &str, dir: bool, access: Access) -> bool {
         || (dir && rules.check(rel, access).decision != RuleDecision::Allow)
 }
 
+/// `rel` lies in a `.git` directory (a carve-out of what git runs later, not a rule's).
+fn in_git(rel: &str) -> bool {
+    rel.split('/').any(cheng_contract::paths::is_git_dir_name)
+}
+
 fn join(dir: &str, name: &str) -> String {
     if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") }
 }
@@ -136,8 +141,13 @@ impl Tree {
     /// since the last look. Returns the protected paths that appeared meanwhile (made
     /// by the command that just ran), a directory's contents not listed beneath it.
     pub(crate) fn refresh(&mut self) -> Vec<String> {
+        let changed = self.changed();
+        // Nothing changed (the usual case, before and after most commands): no work.
+        if changed.as_ref().is_some_and(Vec::is_empty) {
+            return Vec::new();
+        }
         let before = self.read_only();
-        match self.changed() {
+        match changed {
             Some(dirty) => {
                 for rel in dirty {
                     self.reread(rel);
@@ -168,7 +178,7 @@ impl Tree {
         self.dirs
             .values()
             .flat_map(|d| d.carves.iter())
-            .filter(|c| c.kind == Kind::ReadOnly && !c.rel.split('/').any(cheng_contract::paths::is_git_dir_name))
+            .filter(|c| c.kind == Kind::ReadOnly && !in_git(&c.rel))
             .map(|c| c.rel.clone())
             .collect()
     }
@@ -447,7 +457,7 @@ pub(crate) fn hits(rules: &FileRules, carves: &[Carve], stderr: &str) -> Vec<Hit
                 continue;
             }
             let access = if write { Access::Write } else { Access::Read };
-            let rule = if c.rel.split('/').any(cheng_contract::paths::is_git_dir_name) {
+            let rule = if in_git(&c.rel) {
                 "what git runs or reads later (hooks, config, info) is read-only to commands".to_string()
             } else {
                 let direct = rules.check(&c.rel, access);
