@@ -83,12 +83,16 @@ pub async fn main() {
         via_tool(&h, project.path()).await;
         direct().await;
     }
-    let (mut a, mut b) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let (mut a, mut b, mut c) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
     for _ in 0..n {
         a.push(via_tool(&h, project.path()).await);
         b.push(direct().await);
+        c.push(via_tool(&h, ws.path()).await);
     }
-    report("workspace_shell `true` [default, a project with protected files]", "direct spawn", a, b);
+    report("workspace_shell `true` [default, a project with protected files]", "direct spawn", a.clone(), b);
+    // The path rules' own cost, against the same host's command in an empty workspace,
+    // interleaved call by call (so the machine's drift falls on both alike).
+    report("the same, against an empty workspace interleaved", "empty workspace", a, c);
 }
 
 /// A repository with `.git/hooks`, `.vscode/`, `.github/workflows/`, `.idea/`, `.env`,

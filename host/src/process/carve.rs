@@ -26,7 +26,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::CString;
 use std::mem::MaybeUninit;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -70,6 +70,28 @@ pub(crate) const MAX_DIRS: usize = 10_000;
 /// A name inside a directory, for asking what the rules say of its contents.
 const INSIDE: &str = "cheng-carve-probe";
 
+/// What each watch reports: entries made, removed or moved, and the directory itself
+/// removed or moved.
+const WATCH: inotify::WatchFlags = inotify::WatchFlags::CREATE
+    .union(inotify::WatchFlags::DELETE)
+    .union(inotify::WatchFlags::MOVED_FROM)
+    .union(inotify::WatchFlags::MOVED_TO)
+    .union(inotify::WatchFlags::DELETE_SELF)
+    .union(inotify::WatchFlags::MOVE_SELF)
+    .union(inotify::WatchFlags::ONLYDIR)
+    .union(inotify::WatchFlags::DONT_FOLLOW)
+    .union(inotify::WatchFlags::EXCL_UNLINK);
+
+/// `path` is `parent` or lies beneath it (workspace-relative; "" is the root).
+fn under(path: &str, parent: &str) -> bool {
+    parent.is_empty() || path == parent || path.strip_prefix(parent).is_some_and(|r| r.starts_with('/'))
+}
+
+/// A directory's device and inode.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    path.symlink_metadata().ok().map(|m| (m.dev(), m.ino()))
+}
+
 /// What git runs or reads later, inside a `.git` directory.
 const GIT_LATER: &[&str] = &["hooks", "config", "config.worktree", "info"];
 
@@ -105,6 +127,14 @@ struct Dir {
     subdirs: Vec<String>,
     /// Its watch.
     wd: Option<i32>,
+    /// The watches on the `.git` directories among its entries.
+    git_wds: Vec<i32>,
+}
+
+/// The namespace prepared with a plan's carve-outs, and that plan's carve-outs.
+struct Kept {
+    ns: Arc<super::spawn::Namespace>,
+    carves: Vec<Carve>,
 }
 
 /// One workspace's walk, kept up to date by watching every directory it read.
@@ -115,6 +145,13 @@ pub(crate) struct Tree {
     watch: Option<OwnedFd>,
     /// Watch descriptor → the directory it watches.
     wds: HashMap<i32, String>,
+    /// Watch descriptor of a `.git` directory → (the directory holding it, its own path).
+    git_wds: HashMap<i32, (String, String)>,
+    /// The root's device and inode when walked: another directory put in its place is
+    /// walked again.
+    root_id: Option<(u64, u64)>,
+    /// The namespace commands enter, while nothing happened to a path it carves out.
+    kept: Option<Kept>,
     /// Workspace-relative directory ("" for the root) → what was read of it.
     dirs: BTreeMap<String, Dir>,
     /// More directories than [`MAX_DIRS`].
@@ -130,6 +167,9 @@ impl Tree {
             root: root.to_path_buf(),
             watch,
             wds: HashMap::new(),
+            git_wds: HashMap::new(),
+            root_id: identity(root),
+            kept: None,
             dirs: BTreeMap::new(),
             overflow: false,
         };
@@ -141,7 +181,14 @@ impl Tree {
     /// since the last look. Returns the protected paths that appeared meanwhile (made
     /// by the command that just ran), a directory's contents not listed beneath it.
     pub(crate) fn refresh(&mut self) -> Vec<String> {
-        let changed = self.changed();
+        let mut changed = self.changed();
+        // Another directory where the root was (the old one moved away): all again.
+        let root_id = identity(&self.root);
+        if root_id != self.root_id {
+            self.root_id = root_id;
+            self.kept = None;
+            changed = None;
+        }
         // Nothing changed (the usual case, before and after most commands): no work.
         if changed.as_ref().is_some_and(Vec::is_empty) {
             return Vec::new();
@@ -154,8 +201,10 @@ impl Tree {
                 }
             }
             None => {
+                self.kept = None;
                 for (_, d) in std::mem::take(&mut self.dirs) {
                     self.unwatch(d.wd);
+                    self.unwatch_git(&d.git_wds);
                 }
                 self.overflow = false;
                 self.walk(vec![String::new()]);
@@ -189,17 +238,35 @@ impl Tree {
     fn changed(&mut self) -> Option<Vec<String>> {
         let fd = self.watch.as_ref()?;
         let mut dirty: Vec<String> = Vec::new();
+        let mut touched: Vec<String> = Vec::new();
         let mut buf = [MaybeUninit::<u8>::uninit(); 8192];
         let mut reader = inotify::Reader::new(fd, &mut buf);
         loop {
             match reader.next() {
                 Ok(ev) if ev.events().contains(inotify::ReadFlags::QUEUE_OVERFLOW) => return None,
                 Ok(ev) => {
-                    let Some(rel) = self.wds.get(&ev.wd()) else { continue };
-                    if !dirty.contains(rel) {
-                        dirty.push(rel.clone());
+                    let name = ev.file_name().and_then(|n| n.to_str().ok()).filter(|n| !n.is_empty());
+                    let ignored = ev.events().contains(inotify::ReadFlags::IGNORED);
+                    let rel = if let Some(rel) = self.wds.get(&ev.wd()) {
+                        rel.clone()
+                    } else if let Some((parent, git)) = self.git_wds.get(&ev.wd()) {
+                        // Inside a `.git`: only what git runs later matters to the walk.
+                        touched.push(name.map_or_else(|| git.clone(), |n| join(git, n)));
+                        if name.is_none_or(|n| GIT_LATER.contains(&n)) && !dirty.contains(parent) {
+                            dirty.push(parent.clone());
+                        }
+                        if ignored {
+                            self.git_wds.remove(&ev.wd());
+                        }
+                        continue;
+                    } else {
+                        continue;
+                    };
+                    touched.push(name.map_or_else(|| rel.clone(), |n| join(&rel, n)));
+                    if !dirty.contains(&rel) {
+                        dirty.push(rel);
                     }
-                    if ev.events().contains(inotify::ReadFlags::IGNORED) {
+                    if ignored {
                         self.wds.remove(&ev.wd());
                     }
                 }
@@ -207,8 +274,45 @@ impl Tree {
                 Err(_) => break,
             }
         }
+        // A carve-out is a mount on one directory entry: whatever happened to it or to
+        // one of its parents (renamed over, removed, moved away) may have detached it
+        // from the kept namespace.
+        if let Some(k) = &self.kept
+            && touched.iter().any(|t| k.carves.iter().any(|c| under(&c.rel, t)))
+        {
+            self.kept = None;
+        }
         dirty.sort_by_key(|d| if d.is_empty() { 0 } else { d.matches('/').count() + 1 });
         Some(dirty)
+    }
+
+    /// The namespace with `plan`'s carve-outs for commands to enter: the kept one while
+    /// nothing happened to its carved paths and the plan is the same, else made now.
+    /// `None` where none can be kept (no watches to tell when it goes stale) or made.
+    pub(crate) fn namespace(&mut self, plan: &Plan) -> Option<Arc<super::spawn::Namespace>> {
+        self.watch.as_ref()?;
+        if plan.carves.is_empty() {
+            return None;
+        }
+        if let Some(k) = &self.kept
+            && k.carves == plan.carves
+        {
+            return Some(k.ns.clone());
+        }
+        self.kept = None;
+        let root = std::fs::File::open(&self.root).ok()?;
+        let made = super::spawn::Namespace::prepare(root.as_raw_fd(), &c_paths(&plan.carves, "."));
+        match made {
+            Ok(ns) => {
+                let ns = Arc::new(ns);
+                self.kept = Some(Kept { ns: ns.clone(), carves: plan.carves.clone() });
+                Some(ns)
+            }
+            Err(e) => {
+                tracing::debug!(target: "cheng::process", "no namespace kept for {}: {e}", self.root.display());
+                None
+            }
+        }
     }
 
     /// Read `rel` again: subdirectories kept stay as walked, vanished ones are
@@ -216,6 +320,7 @@ impl Tree {
     fn reread(&mut self, rel: String) {
         let Some(old) = self.dirs.remove(&rel) else { return };
         self.unwatch(old.wd);
+        self.unwatch_git(&old.git_wds);
         let Some(new) = self.read(&rel) else {
             for sub in old.subdirs {
                 self.forget(&sub);
@@ -234,8 +339,19 @@ impl Tree {
     fn forget(&mut self, rel: &str) {
         if let Some(d) = self.dirs.remove(rel) {
             self.unwatch(d.wd);
+            self.unwatch_git(&d.git_wds);
             for sub in &d.subdirs {
                 self.forget(sub);
+            }
+        }
+    }
+
+    fn unwatch_git(&mut self, wds: &[i32]) {
+        for wd in wds {
+            if let Some(fd) = &self.watch
+                && self.git_wds.remove(wd).is_some()
+            {
+                let _ = inotify::remove_watch(fd, *wd);
             }
         }
     }
@@ -278,16 +394,7 @@ impl Tree {
         // Watched before it is read, so nothing made meanwhile goes unseen.
         let mut wd = None;
         if let Some(fd) = &self.watch {
-            let flags = inotify::WatchFlags::CREATE
-                | inotify::WatchFlags::DELETE
-                | inotify::WatchFlags::MOVED_FROM
-                | inotify::WatchFlags::MOVED_TO
-                | inotify::WatchFlags::DELETE_SELF
-                | inotify::WatchFlags::MOVE_SELF
-                | inotify::WatchFlags::ONLYDIR
-                | inotify::WatchFlags::DONT_FOLLOW
-                | inotify::WatchFlags::EXCL_UNLINK;
-            match inotify::add_watch(fd, &path, flags) {
+            match inotify::add_watch(fd, &path, WATCH) {
                 Ok(w) => {
                     self.wds.insert(w, rel.to_string());
                     wd = Some(w);
@@ -303,13 +410,20 @@ impl Tree {
             }
         }
         let entries = std::fs::read_dir(&path).ok()?;
-        let mut dir = Dir { carves: Vec::new(), subdirs: Vec::new(), wd };
+        let mut dir = Dir { carves: Vec::new(), subdirs: Vec::new(), wd, git_wds: Vec::new() };
         for e in entries.flatten() {
             let name = e.file_name();
             let Some(name) = name.to_str() else { continue };
             let Ok(ft) = e.file_type() else { continue };
             let child = join(rel, name);
             if cheng_contract::paths::is_git_dir_name(name) && ft.is_dir() {
+                // Watched too (not walked): what git runs later being replaced there.
+                if let Some(fd) = &self.watch
+                    && let Ok(w) = inotify::add_watch(fd, path.join(name), WATCH)
+                {
+                    self.git_wds.insert(w, (rel.to_string(), child.clone()));
+                    dir.git_wds.push(w);
+                }
                 for inner in GIT_LATER {
                     let g = format!("{child}/{inner}");
                     let p = self.root.join(&g);
@@ -622,6 +736,149 @@ mod tests {
         assert!(got.contains(&("moved/web/.vscode".to_string(), Kind::ReadOnly)), "{got:?}");
         // The same as a fresh walk.
         assert_eq!(kinds(&t), kinds(&Tree::new(rules.clone(), r)));
+    }
+
+    /// Run `argv` (an absolute program first) with working directory `cwd`, entering
+    /// `ns` when given and mounting `carve` otherwise: its exit code and output.
+    fn run(cwd: &Path, argv: &[&str], carve: &[Carve], ns: Option<&super::super::spawn::Namespace>) -> (i32, String) {
+        use super::super::spawn;
+        use std::io::Read;
+        let dir = std::fs::File::open(cwd).unwrap();
+        let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
+        let carve_c = c_paths(carve, ".");
+        let cwd_c = CString::new(cwd.as_os_str().as_bytes()).unwrap();
+        let spec = spawn::ChildSpec {
+            program: Path::new(&argv[0]),
+            argv: &argv,
+            env: &[],
+            cwd: dir.as_raw_fd(),
+            cgroup_procs: None,
+            landlock: None,
+            proc_rights: 0,
+            stdin: None,
+            netns: false,
+            proxy: None,
+            die_with_host: true,
+            carve: &carve_c,
+            enter: ns.map(|ns| (ns, cwd_c.as_c_str())),
+        };
+        let child = spawn::spawn(&spec).unwrap();
+        let mut out = String::new();
+        std::fs::File::from(child.stderr).read_to_string(&mut out).unwrap();
+        std::fs::File::from(child.stdout).read_to_string(&mut out).unwrap();
+        let code = loop {
+            match spawn::try_reap(child.pidfd.as_raw_fd(), child.init.as_ref()).unwrap() {
+                Some(spawn::Exit::Code(c)) => break c,
+                Some(spawn::Exit::Signal(s)) => break 128 + s,
+                None => std::thread::sleep(std::time::Duration::from_millis(2)),
+            }
+        };
+        (code, out)
+    }
+
+    /// The namespace a workspace's commands enter holds the carve-outs without their
+    /// being mounted per command (the command is given none to mount), is kept while
+    /// nothing happens to a carved path, and is made again when one is replaced — a
+    /// rename over `.env` or over `.git/config`, a new `.vscode` — or the root itself is
+    /// another directory, so the new file is protected as the old one was.
+    #[test]
+    fn the_kept_namespace_holds_the_carve_outs_and_follows_replacements() {
+        if !super::super::spawn::isolation() {
+            assert!(std::env::var_os("CI").is_none(), "CI runs where user namespaces are allowed");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path().join("ws");
+        std::fs::create_dir_all(r.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(r.join(".vscode")).unwrap();
+        std::fs::create_dir_all(r.join("app")).unwrap();
+        std::fs::write(r.join(".git/config"), "[core]\n").unwrap();
+        std::fs::write(r.join(".vscode/tasks.json"), "{}").unwrap();
+        std::fs::write(r.join(".env"), "one-secret").unwrap();
+        std::fs::write(r.join("app/.env"), "app-secret").unwrap();
+        std::fs::write(r.join("notes.txt"), "plain").unwrap();
+        let mut t = Tree::new(Arc::new(FileRules::defaults()), &r);
+        let plan = t.plan();
+        let ns = t.namespace(&plan).expect("a namespace is made");
+        let write = "/bin/sh";
+        let attempt = |ns: &super::super::spawn::Namespace, cwd: &Path| {
+            run(
+                cwd,
+                &[write, "-c", "cat .env app/.env; echo x >> .git/config; echo x >> .vscode/tasks.json; cat notes.txt"],
+                &[],
+                Some(ns),
+            )
+        };
+        let (_, out) = attempt(&ns, &r);
+        assert!(!out.contains("secret"), "{out}");
+        assert!(out.contains("Permission denied") && out.contains("Read-only file system"), "{out}");
+        assert!(out.contains("plain"), "control: {out}");
+        assert_eq!(std::fs::read_to_string(r.join(".git/config")).unwrap(), "[core]\n");
+        // From a subdirectory, by its path inside the namespace.
+        let (_, out) = run(&r.join("app"), &["/bin/cat", ".env"], &[], Some(&ns));
+        assert!(out.contains("Permission denied") && !out.contains("secret"), "{out}");
+        // Control: neither entered nor mounted, the same command reads and writes.
+        let (_, out) = run(&r, &["/bin/cat", ".env"], &[], None);
+        assert!(out.contains("one-secret"), "control: {out}");
+
+        // Nothing happened: the same namespace; an unrelated file made: still the same.
+        std::fs::write(r.join("app/other.txt"), "x").unwrap();
+        t.refresh();
+        let again = t.namespace(&t.plan()).unwrap();
+        assert!(Arc::ptr_eq(&ns, &again));
+
+        // Replaced from outside: renamed over, or a directory put in the old one's place.
+        for (what, replace) in [
+            (
+                ".env",
+                &(|r: &Path| {
+                    std::fs::write(r.join(".env.new"), "two-secret").unwrap();
+                    std::fs::rename(r.join(".env.new"), r.join(".env")).unwrap();
+                }) as &dyn Fn(&Path),
+            ),
+            (".git/config", &|r: &Path| {
+                std::fs::write(r.join(".git/config.lock"), "[core]\n").unwrap();
+                std::fs::rename(r.join(".git/config.lock"), r.join(".git/config")).unwrap();
+            }),
+            (".vscode", &|r: &Path| {
+                std::fs::rename(r.join(".vscode"), r.join("old-vscode")).unwrap();
+                std::fs::create_dir(r.join(".vscode")).unwrap();
+                std::fs::write(r.join(".vscode/tasks.json"), "{}").unwrap();
+            }),
+            ("app", &|r: &Path| {
+                std::fs::rename(r.join("app"), r.join("old-app")).unwrap();
+                std::fs::create_dir(r.join("app")).unwrap();
+                std::fs::write(r.join("app/.env"), "app-secret-two").unwrap();
+            }),
+        ] {
+            let before = t.namespace(&t.plan()).unwrap();
+            replace(&r);
+            t.refresh();
+            let now = t.namespace(&t.plan()).unwrap();
+            assert!(!Arc::ptr_eq(&before, &now), "{what}: the namespace is made again");
+            let (_, out) = attempt(&now, &r);
+            assert!(!out.contains("secret"), "{what}: {out}");
+            assert_eq!(out.matches("Read-only file system").count(), 2, "{what}: {out}");
+            assert_eq!(std::fs::read_to_string(r.join(".git/config")).unwrap(), "[core]\n", "{what}");
+            // What the stale namespace would have let through, had it been kept.
+            let (_, stale) = attempt(&before, &r);
+            assert!(stale.contains("secret") || stale.matches("Read-only file system").count() < 2, "{what}: {stale}");
+            std::fs::write(r.join(".git/config"), "[core]\n").unwrap();
+            std::fs::write(r.join(".vscode/tasks.json"), "{}").unwrap();
+            t.refresh();
+        }
+
+        // The root itself replaced by another directory at the same path.
+        let before = t.namespace(&t.plan()).unwrap();
+        std::fs::rename(&r, dir.path().join("old-ws")).unwrap();
+        std::fs::create_dir_all(r.join(".git")).unwrap();
+        std::fs::write(r.join(".env"), "three-secret").unwrap();
+        std::fs::write(r.join("notes.txt"), "plain").unwrap();
+        t.refresh();
+        let now = t.namespace(&t.plan()).unwrap();
+        assert!(!Arc::ptr_eq(&before, &now));
+        let (_, out) = run(&r, &["/bin/cat", ".env", "notes.txt"], &[], Some(&now));
+        assert!(out.contains("Permission denied") && !out.contains("secret") && out.contains("plain"), "{out}");
     }
 
     #[test]

@@ -300,6 +300,7 @@ impl Spawner {
             proxy: None,
             die_with_host: true,
             carve: &carve_c,
+            enter: None,
         };
         let child = spawn::spawn(&spec)
             .map_err(|e| StartError::Setup(format!("`{}` could not be started: {e}", launch.command)))?;

@@ -3,6 +3,7 @@
 //! stopping whatever is left of its tree.
 
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -154,12 +155,23 @@ impl Spawner {
             Some(rules) => Some(self.trees.get(rules, &p.root).await),
             None => None,
         };
-        let plan = walk.as_ref().map(|t| {
-            let mut t = t.lock().unwrap_or_else(|e| e.into_inner());
-            t.refresh();
-            t.plan()
-        });
+        let (plan, namespace) = match walk.as_ref() {
+            Some(t) => {
+                let mut t = t.lock().unwrap_or_else(|e| e.into_inner());
+                t.refresh();
+                let plan = t.plan();
+                let ns = t.namespace(&plan);
+                (Some(plan), ns)
+            }
+            None => (None, None),
+        };
         let carve_c = plan.as_ref().map(|plan| carve::c_paths(&plan.carves, &p.cwd_rel)).unwrap_or_default();
+        // The working directory's path, for entering the namespace (checked there to be
+        // the guard's directory).
+        let cwd_path = namespace.as_ref().and_then(|_| {
+            let dir = if p.cwd_rel == "." { p.root.clone() } else { p.root.join(&p.cwd_rel) };
+            std::ffi::CString::new(dir.into_os_string().into_vec()).ok()
+        });
         let spec = spawn::ChildSpec {
             program: &p.program,
             argv: &argv,
@@ -173,6 +185,7 @@ impl Spawner {
             proxy: handover.as_ref().map(|(_, theirs)| theirs.as_raw_fd()),
             die_with_host: false,
             carve: &carve_c,
+            enter: namespace.as_deref().zip(cwd_path.as_deref()),
         };
         let child = match spawn::spawn(&spec) {
             Ok(c) => c,

@@ -77,6 +77,10 @@ pub struct ChildSpec<'a> {
     /// namespace ([`super::carve`]), relative to its working directory. Each must take,
     /// or the child does not start.
     pub carve: &'a [(std::ffi::CString, super::carve::Kind, u64)],
+    /// When isolated: a namespace prepared with the carve-outs already in place, to
+    /// enter instead of mounting `carve` (which is mounted after all if entering
+    /// fails), and the working directory's absolute path.
+    pub enter: Option<(&'a Namespace, &'a std::ffi::CStr)>,
 }
 
 /// A started child.
@@ -181,6 +185,7 @@ pub(crate) fn start_true(netns: bool, isolated: bool) -> io::Result<bool> {
         proxy: None,
         die_with_host: true,
         carve: &[],
+        enter: None,
     };
     let c = if isolated { spawn_isolated(&spec)? } else { spawn(&spec)? };
     let private = c.init.as_ref().is_some_and(|m| m.0.proc_private.load(Ordering::Acquire) == 1);
@@ -373,6 +378,14 @@ fn spawn_isolated(spec: &ChildSpec<'_>) -> io::Result<Child> {
             carve: carve.as_ptr(),
             carve_len: carve.len(),
             hidden: super::carve::hidden().0.as_ptr(),
+            entered: spec.enter.is_some(),
+        },
+        enter: EnterData {
+            user: spec.enter.map_or(-1, |(ns, _)| ns.user.as_raw_fd()),
+            mnt: spec.enter.map_or(-1, |(ns, _)| ns.mnt.as_raw_fd()),
+            cwd_path: spec.enter.map_or(std::ptr::null(), |(_, cwd)| cwd.as_ptr()),
+            flags: 0,
+            init_pid: AtomicI32::new(0),
         },
         ifreq: lo_up(),
         child: ChildData {
@@ -395,17 +408,58 @@ fn spawn_isolated(spec: &ChildSpec<'_>) -> io::Result<Child> {
         proc_private: AtomicI32::new(0),
         init_stack: [0; STACK / 16],
         child_stack: [0; STACK / 16],
+        enter_stack: [0; STACK / 16],
     });
-    let top = shared.init_stack.as_mut_ptr_range().end.cast::<libc::c_void>();
-    // The mount namespace comes later, from the init itself (see `init_main`).
-    let mut flags = libc::CLONE_VM | libc::CLONE_NEWUSER | libc::CLONE_NEWPID;
-    if spec.netns {
-        flags |= libc::CLONE_NEWNET;
-    }
-    let arg: *mut Shared = &mut *shared;
-    // SAFETY: the init runs `init_main` on its own stack inside `shared`, which is kept
-    // (in the returned `Child`, or until it is reaped below) for as long as it runs.
-    let (pid, pidfd) = unsafe { clone_blocked(init_main, top, flags, arg.cast())? };
+    let (pid, pidfd) = if spec.enter.is_some() {
+        // Entering the prepared namespace: a short-lived process joins it and starts
+        // the init as the host's own child (`CLONE_PARENT`), in new pid and mount
+        // namespaces, then exits; this thread waits for that (`CLONE_VFORK`).
+        let mut flags = libc::CLONE_VM | libc::CLONE_PARENT | libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::SIGCHLD;
+        if spec.netns {
+            flags |= libc::CLONE_NEWNET;
+        }
+        shared.enter.flags = flags;
+        let top = shared.enter_stack.as_mut_ptr_range().end.cast::<libc::c_void>();
+        let arg: *mut Shared = &mut *shared;
+        // SAFETY: the entering process runs `enter_main` on its own stack inside
+        // `shared` and has exited when this returns; the init it starts runs on
+        // `shared` too, which is kept as below.
+        let (_, enter_fd) = unsafe { clone_blocked(enter_main, top, libc::CLONE_VM | libc::CLONE_VFORK, arg.cast())? };
+        block_reap(&enter_fd);
+        let init = shared.enter.init_pid.load(Ordering::Acquire);
+        if init <= 0 {
+            // It reported why on the failure pipe: start the command the ordinary way.
+            drop((out_w, err_w, fail_w));
+            let why = read_failure(&fail_r).map(|c| io::Error::from_raw_os_error(c - ENTER_FAILED));
+            tracing::debug!(target: "cheng::process", "the prepared namespace could not be entered ({why:?}); mounting the carve-outs");
+            return spawn_isolated(&ChildSpec { enter: None, ..*spec });
+        }
+        // SAFETY: pidfd_open of our own unreaped child (`CLONE_PARENT`), whose pid
+        // cannot be reused before we reap it.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, init, 0) } as RawFd;
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            // SAFETY: kill and reap our own child by pid, as above.
+            unsafe {
+                libc::kill(init, libc::SIGKILL);
+                libc::waitpid(init, std::ptr::null_mut(), libc::__WALL);
+            }
+            return Err(e);
+        }
+        // SAFETY: the pidfd was just opened for us.
+        (init, unsafe { OwnedFd::from_raw_fd(fd) })
+    } else {
+        let top = shared.init_stack.as_mut_ptr_range().end.cast::<libc::c_void>();
+        // The mount namespace comes later, from the init itself (see `init_main`).
+        let mut flags = libc::CLONE_VM | libc::CLONE_NEWUSER | libc::CLONE_NEWPID;
+        if spec.netns {
+            flags |= libc::CLONE_NEWNET;
+        }
+        let arg: *mut Shared = &mut *shared;
+        // SAFETY: the init runs `init_main` on its own stack inside `shared`, which is kept
+        // (in the returned `Child`, or until it is reaped below) for as long as it runs.
+        unsafe { clone_blocked(init_main, top, flags, arg.cast())? }
+    };
     drop((out_w, err_w, fail_w));
     // The pipe reaches its end when the command has exec'd (its copy closes on exec,
     // then the init closes its own), or carries the errno of the step that failed.
@@ -492,6 +546,9 @@ struct InitData {
     carve_len: usize,
     /// The file bound over unreadable ones (`/dev/null` where none could be made).
     hidden: *const libc::c_char,
+    /// Started by [`enter_main`] inside a prepared namespace: maps, working directory
+    /// and carve-outs are there already.
+    entered: bool,
 }
 
 /// One carve-out as the init reads it.
@@ -506,6 +563,7 @@ struct CarveC {
 #[repr(C)]
 struct Shared {
     init: InitData,
+    enter: EnterData,
     ifreq: IfReq,
     child: ChildData,
     /// The command's wait status, stored by the init before it exits.
@@ -514,6 +572,8 @@ struct Shared {
     proc_private: AtomicI32,
     init_stack: [u128; STACK / 16],
     child_stack: [u128; STACK / 16],
+    /// [`enter_main`]'s (it has exited before the init's command starts).
+    enter_stack: [u128; STACK / 16],
 }
 
 /// Report the current errno on `fd` and end this process.
@@ -604,49 +664,47 @@ unsafe fn send_listener(to: RawFd) -> bool {
     }
 }
 
-/// The isolated child's pid 1: raw system calls only (it shares the host's memory, and
-/// runs beside it), every signal blocked throughout. Never returns.
-extern "C" fn init_main(arg: *mut libc::c_void) -> libc::c_int {
-    // SAFETY: `arg` is the host's `Shared`, alive until this process has been reaped.
+/// Map the caller's uid and gid to the host's in its new user namespace, where the
+/// kernel lets it (see `init_main`).
+///
+/// SAFETY: raw system calls only.
+unsafe fn write_maps(uid_map: &Line, gid_map: &Line) {
+    // SAFETY: NUL-terminated paths and in-bounds slices.
     unsafe {
-        let s = &mut *(arg as *mut Shared);
-        let d = &s.init;
-        // Its own uid and gid, mapped to the host's, where the kernel lets it write the
-        // maps: a host running as root can; another user's cannot (this init shares the
-        // host's memory, which is not dumpable, so its /proc files are root's). Unmapped,
-        // the command runs as the overflow id inside its namespace — files keep their
-        // real owners and access is checked as the host's user all the same.
         if write_proc(b"/proc/self/setgroups\0", b"deny") {
-            let _ = write_proc(b"/proc/self/uid_map\0", &d.uid_map.bytes[..d.uid_map.len])
-                && write_proc(b"/proc/self/gid_map\0", &d.gid_map.bytes[..d.gid_map.len]);
+            let _ = write_proc(b"/proc/self/uid_map\0", &uid_map.bytes[..uid_map.len])
+                && write_proc(b"/proc/self/gid_map\0", &gid_map.bytes[..gid_map.len]);
         }
-        // The working directory first, from the guard's handle: a handle opened in the
-        // host's mount namespace names a mount the new namespace does not have, but the
-        // working directory is carried over when the namespace is made (unshare).
-        if libc::fchdir(d.cwd) != 0 || libc::unshare(libc::CLONE_NEWNS) != 0 {
-            fail_with(d.fail);
-        }
-        // A /proc of its own pid namespace, over the host's, in its own mount namespace
-        // (mounts made private first so nothing propagates back), showing only the
-        // processes the command could trace: not this init, whose memory — and so whose
-        // command line — is the host's, and not dumpable. Where the kernel refuses (one
-        // older than 5.8, or a /proc partly hidden by the machine's own runtime), it goes
-        // on with what it could mount: the namespaces still hold, and the host's
-        // environment and memory stay unreadable.
-        let private = libc::mount(
+    }
+}
+
+/// Make every mount of the caller's (new) mount namespace private, so nothing mounted
+/// in it propagates back.
+///
+/// SAFETY: raw system calls only.
+unsafe fn make_private() -> bool {
+    // SAFETY: a mount call on a static path.
+    unsafe {
+        libc::mount(
             std::ptr::null(),
             c"/".as_ptr(),
             std::ptr::null(),
             libc::MS_REC | libc::MS_PRIVATE,
             std::ptr::null(),
-        ) == 0;
-        // The carve-outs, in this namespace only (mounts are private now): each takes,
-        // or the command does not start.
-        if !private && d.carve_len > 0 {
-            fail_with(d.fail);
-        }
-        for i in 0..d.carve_len {
-            let c = &*d.carve.add(i);
+        ) == 0
+    }
+}
+
+/// Mount the carve-outs (`len` of them at `carve`, paths relative to the working
+/// directory) in the caller's private mount namespace: each takes, or `false`.
+///
+/// SAFETY: raw system calls only; `carve` points at `len` entries whose paths, and
+/// `hidden`, are NUL-terminated and alive.
+unsafe fn mount_carves(carve: *const CarveC, len: usize, hidden: *const libc::c_char) -> bool {
+    // SAFETY: as the contract says.
+    unsafe {
+        for i in 0..len {
+            let c = &*carve.add(i);
             let ro = |target: *const libc::c_char, locked: u64| {
                 libc::mount(
                     std::ptr::null(),
@@ -662,7 +720,7 @@ extern "C" fn init_main(arg: *mut libc::c_void) -> libc::c_int {
                         && ro(c.path, c.locked)
                 }
                 1 => {
-                    libc::mount(d.hidden, c.path, std::ptr::null(), libc::MS_BIND, std::ptr::null()) == 0
+                    libc::mount(hidden, c.path, std::ptr::null(), libc::MS_BIND, std::ptr::null()) == 0
                         && ro(c.path, c.locked)
                 }
                 _ => {
@@ -676,9 +734,267 @@ extern "C" fn init_main(arg: *mut libc::c_void) -> libc::c_int {
                 }
             };
             if !ok {
-                fail_with(d.fail);
+                return false;
             }
         }
+        true
+    }
+}
+
+/// A user and mount namespace prepared once with a workspace's carve-outs, which
+/// confined commands enter instead of mounting the carve-outs each time: the cost of
+/// a command no longer grows with the number of protected paths. Held by its two
+/// descriptors (the namespaces live as long as they are open). Each command still gets
+/// a mount namespace of its own, copied from this one, for its `/proc`.
+///
+/// A carve-out is a mount on one directory entry: if that entry is renamed over,
+/// removed or moved away, the kernel detaches the mount here too. Whoever keeps a
+/// namespace must therefore drop it when anything happens to a carved path or one of
+/// its parents ([`super::carve::Tree`] does, from its watches).
+#[derive(Debug)]
+pub struct Namespace {
+    user: OwnedFd,
+    mnt: OwnedFd,
+}
+
+/// What the namespace's maker reads and leaves.
+#[repr(C)]
+struct MakerData {
+    root: RawFd,
+    uid_map: Line,
+    gid_map: Line,
+    carve: *const CarveC,
+    carve_len: usize,
+    hidden: *const libc::c_char,
+    user: AtomicI32,
+    mnt: AtomicI32,
+    errno: AtomicI32,
+    stack: [u128; STACK / 16],
+}
+
+impl Namespace {
+    /// Make the namespace: the carve-outs `carve` (paths relative to the workspace
+    /// root, whose `O_PATH` handle is `root`) mounted in a new mount namespace owned by
+    /// a new user namespace, both of which the host keeps a descriptor to.
+    pub(crate) fn prepare(root: RawFd, carve: &[(CString, super::carve::Kind, u64)]) -> io::Result<Namespace> {
+        // SAFETY: geteuid and getegid cannot fail.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let carve_c: Vec<CarveC> =
+            carve.iter().map(|(p, k, l)| CarveC { path: p.as_ptr(), kind: *k as u8, locked: *l }).collect();
+        let mut data = Box::new(MakerData {
+            root,
+            uid_map: Line::new(format_args!("{uid} {uid} 1\n")),
+            gid_map: Line::new(format_args!("{gid} {gid} 1\n")),
+            carve: carve_c.as_ptr(),
+            carve_len: carve_c.len(),
+            hidden: super::carve::hidden().0.as_ptr(),
+            user: AtomicI32::new(-1),
+            mnt: AtomicI32::new(-1),
+            errno: AtomicI32::new(0),
+            stack: [0; STACK / 16],
+        });
+        let top = data.stack.as_mut_ptr_range().end.cast::<libc::c_void>();
+        let arg: *mut MakerData = &mut *data;
+        // SAFETY: the maker runs `maker_main` on the stack inside `data`, alive until
+        // this returns (`CLONE_VFORK`: until the maker has exited). It shares our
+        // descriptor table, so the two it opens are ours.
+        let (_, pidfd) = unsafe {
+            clone_blocked(
+                maker_main,
+                top,
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_FILES | libc::CLONE_NEWUSER,
+                arg.cast(),
+            )?
+        };
+        block_reap(&pidfd);
+        // SAFETY: descriptors the maker opened in our table (or -1), ours alone now.
+        let own = |fd: i32| (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) });
+        let (user, mnt) = (own(data.user.load(Ordering::Acquire)), own(data.mnt.load(Ordering::Acquire)));
+        match (user, mnt) {
+            (Some(user), Some(mnt)) => Ok(Namespace { user, mnt }),
+            _ => Err(match data.errno.load(Ordering::Acquire) {
+                0 => io::Error::other("the carve-outs' namespace could not be made"),
+                e => io::Error::from_raw_os_error(e),
+            }),
+        }
+    }
+}
+
+/// The namespace maker: in its own user namespace (sharing the host's memory and
+/// descriptor table), maps itself, makes a private mount namespace, mounts the
+/// carve-outs and opens both namespaces. Never returns.
+extern "C" fn maker_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the host's `MakerData`, alive until this process has exited.
+    unsafe {
+        let d = &*(arg as *const MakerData);
+        let fail = || maker_failed(d);
+        write_maps(&d.uid_map, &d.gid_map);
+        if libc::fchdir(d.root) != 0 || libc::unshare(libc::CLONE_NEWNS) != 0 || !make_private() {
+            fail();
+        }
+        if !mount_carves(d.carve, d.carve_len, d.hidden) {
+            fail();
+        }
+        let user = libc::open(c"/proc/self/ns/user".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if user < 0 {
+            fail();
+        }
+        d.user.store(user, Ordering::Release);
+        let mnt = libc::open(c"/proc/self/ns/mnt".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if mnt < 0 {
+            fail();
+        }
+        d.mnt.store(mnt, Ordering::Release);
+        libc::_exit(0)
+    }
+}
+
+/// Leave the maker's errno for the host and end.
+///
+/// SAFETY: raw system calls only.
+unsafe fn maker_failed(d: &MakerData) -> ! {
+    // SAFETY: errno is thread-local; _exit is a plain system call.
+    unsafe {
+        d.errno.store(*libc::__errno_location(), Ordering::Release);
+        libc::_exit(1)
+    }
+}
+
+/// `struct open_how`, as `openat2` reads it.
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+/// What the process entering a prepared namespace reads.
+#[repr(C)]
+struct EnterData {
+    user: RawFd,
+    mnt: RawFd,
+    /// The working directory's absolute path, resolved again inside the namespace.
+    cwd_path: *const libc::c_char,
+    /// The init's clone flags.
+    flags: libc::c_int,
+    /// The init's pid, once started.
+    init_pid: AtomicI32,
+}
+
+/// The code [`enter_main`] reports its failures with (the errno is added), so the host
+/// tells them from the command's and starts it the ordinary way instead.
+const ENTER_FAILED: i32 = 1 << 20;
+
+/// Enters the prepared namespace (user, then mount), goes to the working directory by
+/// its path — with no symbolic link on the way, and checked to be the directory the
+/// guard opened —, then starts the init in new pid and mount namespaces (and network,
+/// when asked) as the host's child, and exits. Raw system calls only. Never returns.
+extern "C" fn enter_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the host's `Shared`, alive until the init has been reaped; this
+    // process has exited before the host goes on (`CLONE_VFORK`).
+    unsafe {
+        let s = arg as *mut Shared;
+        let (fail, cwd) = ((*s).init.fail, (*s).init.cwd);
+        let e = &(*s).enter;
+        let errno = || *libc::__errno_location();
+        if libc::setns(e.user, libc::CLONE_NEWUSER) != 0 || libc::setns(e.mnt, libc::CLONE_NEWNS) != 0 {
+            enter_failed(fail, errno());
+        }
+        let how = OpenHow {
+            flags: (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
+            mode: 0,
+            resolve: libc::RESOLVE_NO_SYMLINKS,
+        };
+        let dir = libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            e.cwd_path,
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        ) as libc::c_int;
+        if dir < 0 {
+            enter_failed(fail, errno());
+        }
+        let mut here: libc::stat = std::mem::zeroed();
+        let mut guarded: libc::stat = std::mem::zeroed();
+        if libc::fstat(dir, &mut here) != 0 || libc::fstat(cwd, &mut guarded) != 0 {
+            enter_failed(fail, errno());
+        }
+        if here.st_dev != guarded.st_dev || here.st_ino != guarded.st_ino {
+            enter_failed(fail, libc::ESTALE);
+        }
+        if libc::fchdir(dir) != 0 {
+            enter_failed(fail, errno());
+        }
+        libc::close(dir);
+        let top = (*s).init_stack.as_mut_ptr_range().end.cast::<libc::c_void>();
+        let pid = libc::clone(init_main, top, e.flags, arg);
+        if pid < 0 {
+            enter_failed(fail, errno());
+        }
+        e.init_pid.store(pid, Ordering::Release);
+        libc::_exit(0)
+    }
+}
+
+/// Report a failure of [`enter_main`] (`ENTER_FAILED` + `errno`) on `fd` and end.
+///
+/// SAFETY: raw system calls only.
+unsafe fn enter_failed(fd: RawFd, errno: i32) -> ! {
+    // SAFETY: write and _exit are plain system calls.
+    unsafe {
+        let code = ENTER_FAILED + errno;
+        libc::write(fd, code.to_ne_bytes().as_ptr().cast(), 4);
+        libc::_exit(127)
+    }
+}
+
+/// The isolated child's pid 1: raw system calls only (it shares the host's memory, and
+/// runs beside it), every signal blocked throughout. Never returns.
+extern "C" fn init_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the host's `Shared`, alive until this process has been reaped.
+    unsafe {
+        let s = &mut *(arg as *mut Shared);
+        let d = &s.init;
+        // Its own uid and gid, mapped to the host's, where the kernel lets it write the
+        // maps: a host running as root can; another user's cannot (this init shares the
+        // host's memory, which is not dumpable, so its /proc files are root's). Unmapped,
+        // the command runs as the overflow id inside its namespace — files keep their
+        // real owners and access is checked as the host's user all the same.
+        if !d.entered {
+            write_maps(&d.uid_map, &d.gid_map);
+        }
+        // Entered into a prepared namespace (`enter_main`): the maps, the working
+        // directory, the private mounts and the carve-outs are already there.
+        let private = if d.entered {
+            true
+        } else {
+            // The working directory first, from the guard's handle: a handle opened in
+            // the host's mount namespace names a mount the new namespace does not have,
+            // but the working directory is carried over when the namespace is made
+            // (unshare).
+            if libc::fchdir(d.cwd) != 0 || libc::unshare(libc::CLONE_NEWNS) != 0 {
+                fail_with(d.fail);
+            }
+            // A /proc of its own pid namespace, over the host's, in its own mount
+            // namespace (mounts made private first so nothing propagates back), showing
+            // only the processes the command could trace: not this init, whose memory —
+            // and so whose command line — is the host's, and not dumpable. Where the
+            // kernel refuses (one older than 5.8, or a /proc partly hidden by the
+            // machine's own runtime), it goes on with what it could mount: the
+            // namespaces still hold, and the host's environment and memory stay
+            // unreadable.
+            let private = make_private();
+            // The carve-outs, in this namespace only (mounts are private now): each
+            // takes, or the command does not start.
+            if !private && d.carve_len > 0 {
+                fail_with(d.fail);
+            }
+            if !mount_carves(d.carve, d.carve_len, d.hidden) {
+                fail_with(d.fail);
+            }
+            private
+        };
         if private {
             let proc_ = |data: *const libc::c_char| {
                 libc::mount(
