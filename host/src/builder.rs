@@ -307,16 +307,29 @@ impl HostBuilder {
         // External MCP servers: their pinned tools (a server never seen is started once
         // to list them).
         let servers = self.config.mcp().map_err(config_error)?;
-        let mcp = crate::sources::mcp::Hub::new(
-            servers,
-            spawner.clone(),
-            egress.clone(),
-            self.state_dir.as_deref(),
-            &mut load_errors,
-        )
-        .await;
-        for (server, tools) in mcp.tools() {
-            registry.add_mcp(server, tools)?;
+        #[cfg(feature = "mcp-sources")]
+        let mcp = {
+            let mcp = crate::sources::mcp::Hub::new(
+                servers,
+                spawner.clone(),
+                egress.clone(),
+                self.state_dir.as_deref(),
+                &mut load_errors,
+            )
+            .await;
+            for (server, tools) in mcp.tools() {
+                registry.add_mcp(server, tools)?;
+            }
+            mcp
+        };
+        // Without the feature, each server is a load error naming it; the rest works.
+        #[cfg(not(feature = "mcp-sources"))]
+        for server in servers {
+            load_errors.push(format!(
+                "MCP server \"{}\": [[mcp_servers]] needs cheng-host's \"mcp-sources\" feature, which this build \
+                 was made without; remove the entry, or build with --features mcp-sources",
+                server.id
+            ));
         }
         load_errors.extend(plugins::undeclared(&policy, &registry));
         Ok(Host {
@@ -338,6 +351,7 @@ impl HostBuilder {
                 spawner,
                 observer,
                 egress,
+                #[cfg(feature = "mcp-sources")]
                 mcp,
                 telemetry,
                 fs_on_workers: self.fs_on_workers,
@@ -402,5 +416,38 @@ fn resolve_partial(path: &Path) -> PathBuf {
             }
             _ => return abs,
         }
+    }
+}
+
+/// A host built without some of its optional features (`cargo test -p cheng-host
+/// --no-default-features --lib`, run by CI): what needs a missing feature is refused,
+/// naming it, and the rest works.
+#[cfg(all(test, not(all(feature = "oci", feature = "mcp-sources"))))]
+mod without_features {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_section_whose_feature_is_off_is_refused_naming_it() {
+        let ws = tempfile::tempdir().unwrap();
+        let config = crate::policy::Config::from_toml_str(
+            "[[mcp_servers]]\nid = \"files\"\ncommand = \"node\"\nargs = [\"server.js\"]\n\
+             [[plugins]]\nid = \"remote\"\nsource = \"oci://ghcr.io/acme/tools:1.2\"\n",
+            "test",
+        )
+        .unwrap();
+        let mut b = HostBuilder::new();
+        b.config(config).without_audit_log();
+        let host = b.build().await.unwrap();
+        let errors = host.load_errors().join("\n");
+        #[cfg(not(feature = "mcp-sources"))]
+        assert!(errors.contains("MCP server \"files\"") && errors.contains("\"mcp-sources\" feature"), "{errors}");
+        #[cfg(not(feature = "oci"))]
+        assert!(errors.contains("plugin \"remote\"") && errors.contains("\"oci\" feature"), "{errors}");
+        // The rest works (control): a built-in tool.
+        std::fs::write(ws.path().join("notes.txt"), "hello").unwrap();
+        let r = host
+            .call(&crate::Context::new(ws.path()).given(true), "read_file", serde_json::json!({"path": "notes.txt"}))
+            .await;
+        assert_eq!(r.status, crate::Status::Ok, "{}", r.output);
     }
 }

@@ -31,6 +31,11 @@ pub struct Context {
     /// directory). A found workspace that is `/`, the home, or holds the home or the
     /// host's state directory is refused ([`crate::guard::found_workspace_refusal`]).
     pub given: bool,
+    /// The MCP request this call is the handling of (`tools/call`), when a server says
+    /// so: its span is then named and attributed as MCP's conventions have it. `None`
+    /// (an embedder's or the command line's own call): the span is named for what it is,
+    /// `execute_tool <tool>`.
+    pub mcp_method: Option<&'static str>,
 }
 
 impl Context {
@@ -44,12 +49,19 @@ impl Context {
             caller: String::new(),
             trace: None,
             given: false,
+            mcp_method: None,
         }
     }
 
     /// Say who is calling (shown on approval cards).
     pub fn caller(mut self, caller: impl Into<String>) -> Self {
         self.caller = caller.into();
+        self
+    }
+
+    /// Say this call handles an MCP request (`method`, e.g. `tools/call`): for its span.
+    pub fn mcp_method(mut self, method: &'static str) -> Self {
+        self.mcp_method = Some(method);
         self
     }
 

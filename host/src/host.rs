@@ -182,6 +182,7 @@ impl Host {
     }
 
     /// The MCP server called `id`, if one is configured and set up.
+    #[cfg(feature = "mcp-sources")]
     pub fn mcp_server(&self, id: &str) -> Option<&Arc<crate::sources::mcp::Server>> {
         self.inner.mcp.get(id)
     }
@@ -192,6 +193,7 @@ impl Host {
             .registry
             .iter()
             .filter(|e| match &e.source {
+                #[cfg(feature = "mcp-sources")]
                 crate::registry::Source::Mcp(server, spec) => server.withheld(&spec.name).is_none(),
                 crate::registry::Source::Component(..) => true,
             })

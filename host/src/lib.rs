@@ -128,7 +128,7 @@ pub mod records;
 pub mod registry;
 pub mod runstate;
 pub mod runtime;
-pub mod schema;
+mod schema;
 pub mod signature;
 pub mod sources;
 pub mod telemetry;
@@ -175,7 +175,10 @@ pub fn confinement() -> Confinement {
         landlock_abi: process::sandbox::abi_version(),
         landlock: process::sandbox::describe(),
         containment: process::contain::detect().to_string(),
+        #[cfg(feature = "mcp-sources")]
         mcp_network: process::mcp_server::describe_network(),
+        #[cfg(not(feature = "mcp-sources"))]
+        mcp_network: "no MCP servers (cheng-host built without its `mcp-sources` feature)".to_string(),
         isolation: process::spawn::describe_isolation().to_string(),
         isolated: process::spawn::isolation(),
     }

@@ -13,6 +13,7 @@ pub enum Source {
     /// A component, and the index into its tools.
     Component(Arc<LoadedComponent>, usize),
     /// An external MCP server, and the tool's name there.
+    #[cfg(feature = "mcp-sources")]
     Mcp(Arc<crate::sources::mcp::Server>, ToolSpec),
 }
 
@@ -43,6 +44,7 @@ impl Entry {
     pub fn spec(&self) -> &ToolSpec {
         match &self.source {
             Source::Component(c, i) => &c.tools[*i],
+            #[cfg(feature = "mcp-sources")]
             Source::Mcp(_, spec) => spec,
         }
     }
@@ -51,6 +53,7 @@ impl Entry {
     pub fn component(&self) -> Option<&Arc<LoadedComponent>> {
         match &self.source {
             Source::Component(c, _) => Some(c),
+            #[cfg(feature = "mcp-sources")]
             Source::Mcp(..) => None,
         }
     }
@@ -59,6 +62,7 @@ impl Entry {
     pub fn served_by(&self) -> String {
         match &self.source {
             Source::Component(c, _) => c.name.clone(),
+            #[cfg(feature = "mcp-sources")]
             Source::Mcp(s, _) => format!("mcp:{}", s.id()),
         }
     }
@@ -107,6 +111,7 @@ impl Registry {
     }
 
     /// Register the tools of an MCP server, each as `<id>__<tool>`.
+    #[cfg(feature = "mcp-sources")]
     pub(crate) fn add_mcp(
         &mut self,
         server: Arc<crate::sources::mcp::Server>,

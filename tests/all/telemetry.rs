@@ -150,11 +150,12 @@ async fn calls_are_spans_in_the_callers_trace_and_the_trace_goes_on() {
         assert_eq!(s["kind"], 2, "a server span: {s}");
     }
     let read = span_of(&seen, "traced-run", "read_file");
-    assert_eq!(read["name"], "tools/call read_file");
+    // Called by an embedder, not through MCP: named for what it is.
+    assert_eq!(read["name"], "execute_tool read_file");
     let a = &read["attributes"];
     assert_eq!((a["cheng.role"].as_str(), a["cheng.status"].as_str()), (Some("agent"), Some("ok")), "{read}");
     assert_eq!(a["cheng.workspace"], ws.path().display().to_string());
-    assert_eq!(a["mcp.method.name"], "tools/call");
+    assert!(a.get("mcp.method.name").is_none(), "{read}");
     assert!(a.get("cheng.arguments").is_none() && a.get("cheng.result").is_none(), "{read}");
     // Neither the arguments nor the result left the host.
     let raw = c.raw();
@@ -289,6 +290,7 @@ fn the_command_line_and_the_server_continue_the_trace_they_are_given() {
     let cli = spans(&c.seen()).into_iter().find(|s| s["attributes"]["cheng.run"] == "cli-run").cloned();
     let cli = cli.unwrap_or_else(|| panic!("no span from cheng call: {}", c.raw()));
     assert_eq!((cli["trace_id"].as_str(), cli["parent_span_id"].as_str()), (Some(TRACE), Some(PARENT)));
+    assert_eq!(cli["name"], "execute_tool read_file", "{cli}");
 
     // `cheng serve --stdio`: the parent in the request's `_meta`.
     let mut child = util::cheng_in(ws.path(), state.path())
@@ -328,6 +330,9 @@ fn the_command_line_and_the_server_continue_the_trace_they_are_given() {
     let seen = c.wait_for(|s| spans(s).iter().any(|s| s["trace_id"] == other));
     let served = spans(&seen).into_iter().find(|s| s["trace_id"] == other).unwrap();
     assert_eq!(served["parent_span_id"], "b7ad6b7169203331", "{served}");
+    // Through MCP, the span is the server's `tools/call`, as MCP's conventions name it.
+    assert_eq!(served["name"], "tools/call read_file", "{served}");
+    assert_eq!(served["attributes"]["mcp.method.name"], "tools/call", "{served}");
     assert_eq!(served["attributes"]["gen_ai.tool.name"], "read_file");
 }
 

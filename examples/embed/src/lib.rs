@@ -5,8 +5,10 @@
 //! The binary (`src/main.rs`) prints the outcomes; the host's tests call [`run`].
 //!
 //! It links `cheng-host` without its optional features (the workspace's dependency
-//! turns default features off; `cheng` turns on `oci`): every built-in tool and local
-//! plugins, no OCI client. Add `features = ["oci"]` for plugins pulled from registries.
+//! turns default features off; `cheng` turns them on): every built-in tool and local
+//! plugins, no OCI client, no MCP client. Add `features = ["oci"]` for plugins pulled
+//! from registries, `"mcp-sources"` for tools of external MCP servers
+//! (`[[mcp_servers]]`); a section whose feature is off is a load error naming it.
 
 use std::future::Future;
 use std::path::Path;

@@ -34,6 +34,7 @@
 pub(crate) mod api;
 pub mod approver;
 pub mod http;
+pub mod listed;
 pub mod mcp;
 mod peer;
 pub mod socket;

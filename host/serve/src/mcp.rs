@@ -281,11 +281,11 @@ impl ChengMcp {
             .clone()
     }
 
-    /// A tool as listed: its schemas in the listed form ([`cheng_host::schema::listed`]), and
+    /// A tool as listed: its schemas in the listed form ([`crate::listed::listed`]), and
     /// hints from its grants, each only where it differs from the specification's default
     /// (not read-only, destructive, open world) — `readOnlyHint` always.
     fn tool(&self, t: ToolInfo) -> Tool {
-        use cheng_host::schema::{Side, listed};
+        use crate::listed::{Side, listed};
         let schema = |v: serde_json::Value| match v {
             serde_json::Value::Object(m) => Arc::new(m),
             _ => Arc::default(),
@@ -386,7 +386,7 @@ impl ServerHandler for ChengMcp {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_logging().enable_tools().build())
             .with_server_info(Implementation::new("cheng", env!("CARGO_PKG_VERSION")).with_title("Cheng"))
-            .with_instructions(cheng_host::schema::GLOSSARY)
+            .with_instructions(crate::listed::GLOSSARY)
     }
 
     async fn set_level(&self, request: SetLevelRequestParams, cx: RequestContext<RoleServer>) -> Result<(), ErrorData> {
@@ -464,8 +464,13 @@ impl ServerHandler for ChengMcp {
         // Given: pinned to the token or by --workspace; else found (the host refuses a
         // found one that is `/`, the home, or holds either or the state directory).
         let given = p.workspace.is_some() || !self.inner.workspace.asks_roots();
-        let mut cx_call =
-            Context::new(&workspace).role(role).run(run.clone()).cancel_with(ct.clone()).caller(caller).given(given);
+        let mut cx_call = Context::new(&workspace)
+            .role(role)
+            .run(run.clone())
+            .cancel_with(ct.clone())
+            .caller(caller)
+            .given(given)
+            .mcp_method("tools/call");
         // The caller's trace: `_meta` (the MCP revision of 2026-07-28) or, over HTTP, the
         // request's headers.
         if let Some((parent, state)) = trace_context(&cx) {
@@ -515,7 +520,7 @@ impl ServerHandler for ChengMcp {
         };
         // What does not apply is left out, as the listed output schemas say.
         let mut output = result.output;
-        cheng_host::schema::strip_nulls(&mut output);
+        crate::listed::strip_nulls(&mut output);
         let text = output.to_string();
         let out = if result.status == Status::Ok {
             let mut out = CallToolResult::success(vec![ContentBlock::text(text)]);

@@ -65,6 +65,7 @@ pub(crate) struct Inner {
     pub(crate) spawner: Arc<Spawner>,
     pub(crate) observer: Arc<crate::observe::Observer>,
     pub(crate) egress: Arc<crate::egress::Egress>,
+    #[cfg(feature = "mcp-sources")]
     pub(crate) mcp: crate::sources::mcp::Hub,
     pub(crate) telemetry: Option<crate::telemetry::Telemetry>,
     /// `HostBuilder::blocking_fs_on_workers` (benchmarks and tests only).
@@ -180,6 +181,7 @@ impl Inner {
         // A tool of an external MCP server takes its own stage from here.
         let component = match &entry.source {
             crate::registry::Source::Component(c, _) => c,
+            #[cfg(feature = "mcp-sources")]
             crate::registry::Source::Mcp(server, spec) => {
                 admit::validated(scope, validation).await?;
                 return Ok(crate::sources::mcp::call::run(

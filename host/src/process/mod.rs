@@ -40,6 +40,7 @@ pub(crate) mod git_write;
 mod known_safe;
 mod launchers;
 pub mod learned;
+#[cfg(feature = "mcp-sources")]
 pub(crate) mod mcp_server;
 mod offer;
 pub(crate) mod proxy;

@@ -115,7 +115,6 @@ impl Telemetry {
             None => opentelemetry::Context::new(),
         };
         let mut attributes = vec![
-            KeyValue::new("mcp.method.name", "tools/call"),
             KeyValue::new("gen_ai.operation.name", "execute_tool"),
             KeyValue::new("gen_ai.tool.name", tool.to_string()),
             KeyValue::new("cheng.call.id", call.to_string()),
@@ -126,9 +125,18 @@ impl Telemetry {
         if !cx.caller.is_empty() {
             attributes.push(KeyValue::new("cheng.caller", cx.caller.clone()));
         }
+        // Named as the MCP server's request when it is one, else for what it is (the
+        // GenAI conventions' name for running a tool).
+        let name = match cx.mcp_method {
+            Some(method) => {
+                attributes.push(KeyValue::new("mcp.method.name", method));
+                format!("{method} {tool}")
+            }
+            None => format!("execute_tool {tool}"),
+        };
         let span = self
             .tracer
-            .span_builder(format!("tools/call {tool}"))
+            .span_builder(name)
             .with_kind(SpanKind::Server)
             .with_start_time(SystemTime::now())
             .with_attributes(attributes)
