@@ -528,6 +528,7 @@ impl Trees {
 
 /// The carve-outs for a workspace at `root` under `rules`, walked now (an MCP server's,
 /// once at its start).
+#[cfg(feature = "mcp-sources")]
 pub(crate) fn plan(rules: &Arc<FileRules>, root: &Path) -> Plan {
     Tree::new(rules.clone(), root).plan()
 }
