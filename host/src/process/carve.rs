@@ -749,19 +749,9 @@ mod tests {
         let carve_c = c_paths(carve, ".");
         let cwd_c = CString::new(cwd.as_os_str().as_bytes()).unwrap();
         let spec = spawn::ChildSpec {
-            program: Path::new(&argv[0]),
-            argv: &argv,
-            env: &[],
-            cwd: dir.as_raw_fd(),
-            cgroup_procs: None,
-            landlock: None,
-            proc_rights: 0,
-            stdin: None,
-            netns: false,
-            proxy: None,
-            die_with_host: true,
             carve: &carve_c,
             enter: ns.map(|ns| (ns, cwd_c.as_c_str())),
+            ..spawn::ChildSpec::plain(Path::new(&argv[0]), &argv, dir.as_raw_fd())
         };
         let child = spawn::spawn(&spec).unwrap();
         let mut out = String::new();

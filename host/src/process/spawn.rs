@@ -83,6 +83,29 @@ pub struct ChildSpec<'a> {
     pub enter: Option<(&'a Namespace, &'a std::ffi::CStr)>,
 }
 
+impl<'a> ChildSpec<'a> {
+    /// `program` with `argv` in the directory `cwd`: no environment, stdin from
+    /// `/dev/null`, no cgroup, Landlock, network namespace or carve-outs; killed with the
+    /// thread that started it.
+    pub(crate) fn plain(program: &'a Path, argv: &'a [String], cwd: RawFd) -> Self {
+        ChildSpec {
+            program,
+            argv,
+            env: &[],
+            cwd,
+            cgroup_procs: None,
+            landlock: None,
+            proc_rights: 0,
+            stdin: None,
+            netns: false,
+            proxy: None,
+            die_with_host: true,
+            carve: &[],
+            enter: None,
+        }
+    }
+}
+
 /// A started child.
 pub struct Child {
     /// Its pid (the init's, when isolated: the whole tree is beneath it).
@@ -172,21 +195,7 @@ pub fn isolation() -> bool {
 pub(crate) fn start_true(netns: bool, isolated: bool) -> io::Result<bool> {
     let dir = std::fs::File::open("/")?;
     let argv = vec!["true".to_string()];
-    let spec = ChildSpec {
-        program: Path::new("/bin/true"),
-        argv: &argv,
-        env: &[],
-        cwd: dir.as_raw_fd(),
-        cgroup_procs: None,
-        landlock: None,
-        proc_rights: 0,
-        stdin: None,
-        netns,
-        proxy: None,
-        die_with_host: true,
-        carve: &[],
-        enter: None,
-    };
+    let spec = ChildSpec { netns, ..ChildSpec::plain(Path::new("/bin/true"), &argv, dir.as_raw_fd()) };
     let c = if isolated { spawn_isolated(&spec)? } else { spawn(&spec)? };
     let private = c.init.as_ref().is_some_and(|m| m.0.proc_private.load(Ordering::Acquire) == 1);
     block_reap(&c.pidfd);
