@@ -215,7 +215,7 @@ impl Tree {
         made.sort();
         let mut out: Vec<String> = Vec::new();
         for p in made {
-            if !out.iter().any(|o| p.starts_with(&format!("{o}/"))) {
+            if !out.iter().any(|o| under(&p, o)) {
                 out.push(p);
             }
         }
@@ -238,6 +238,8 @@ impl Tree {
     fn changed(&mut self) -> Option<Vec<String>> {
         let fd = self.watch.as_ref()?;
         let mut dirty: Vec<String> = Vec::new();
+        // The paths events name, only while a namespace is kept that they could stale.
+        let track = self.kept.is_some();
         let mut touched: Vec<String> = Vec::new();
         let mut buf = [MaybeUninit::<u8>::uninit(); 8192];
         let mut reader = inotify::Reader::new(fd, &mut buf);
@@ -251,7 +253,9 @@ impl Tree {
                         rel.clone()
                     } else if let Some((parent, git)) = self.git_wds.get(&ev.wd()) {
                         // Inside a `.git`: only what git runs later matters to the walk.
-                        touched.push(name.map_or_else(|| git.clone(), |n| join(git, n)));
+                        if track {
+                            touched.push(name.map_or_else(|| git.clone(), |n| join(git, n)));
+                        }
                         if name.is_none_or(|n| GIT_LATER.contains(&n)) && !dirty.contains(parent) {
                             dirty.push(parent.clone());
                         }
@@ -262,7 +266,9 @@ impl Tree {
                     } else {
                         continue;
                     };
-                    touched.push(name.map_or_else(|| rel.clone(), |n| join(&rel, n)));
+                    if track {
+                        touched.push(name.map_or_else(|| rel.clone(), |n| join(&rel, n)));
+                    }
                     if !dirty.contains(&rel) {
                         dirty.push(rel);
                     }

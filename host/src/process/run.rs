@@ -168,10 +168,8 @@ impl Spawner {
         let carve_c = plan.as_ref().map(|plan| carve::c_paths(&plan.carves, &p.cwd_rel)).unwrap_or_default();
         // The working directory's path, for entering the namespace (checked there to be
         // the guard's directory).
-        let cwd_path = namespace.as_ref().and_then(|_| {
-            let dir = if p.cwd_rel == "." { p.root.clone() } else { p.root.join(&p.cwd_rel) };
-            std::ffi::CString::new(dir.into_os_string().into_vec()).ok()
-        });
+        let cwd_path =
+            namespace.as_ref().and_then(|_| std::ffi::CString::new(p.cwd_abs().into_os_string().into_vec()).ok());
         let spec = spawn::ChildSpec {
             program: &p.program,
             argv: &argv,

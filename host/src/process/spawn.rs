@@ -589,11 +589,17 @@ struct Shared {
 ///
 /// SAFETY: raw system calls only.
 unsafe fn fail_with(fd: RawFd) -> ! {
-    // SAFETY: errno is thread-local; write and _exit are plain system calls.
+    // SAFETY: errno is thread-local.
+    unsafe { report_and_exit(fd, *libc::__errno_location()) }
+}
+
+/// Write `code` on `fd` (the failure pipe) and end this process.
+///
+/// SAFETY: raw system calls only.
+unsafe fn report_and_exit(fd: RawFd, code: i32) -> ! {
+    // SAFETY: write and _exit are plain system calls.
     unsafe {
-        let errno = *libc::__errno_location();
-        let bytes = errno.to_ne_bytes();
-        libc::write(fd, bytes.as_ptr().cast(), 4);
+        libc::write(fd, code.to_ne_bytes().as_ptr().cast(), 4);
         libc::_exit(127)
     }
 }
@@ -950,12 +956,8 @@ extern "C" fn enter_main(arg: *mut libc::c_void) -> libc::c_int {
 ///
 /// SAFETY: raw system calls only.
 unsafe fn enter_failed(fd: RawFd, errno: i32) -> ! {
-    // SAFETY: write and _exit are plain system calls.
-    unsafe {
-        let code = ENTER_FAILED + errno;
-        libc::write(fd, code.to_ne_bytes().as_ptr().cast(), 4);
-        libc::_exit(127)
-    }
+    // SAFETY: as `report_and_exit`.
+    unsafe { report_and_exit(fd, ENTER_FAILED + errno) }
 }
 
 /// The isolated child's pid 1: raw system calls only (it shares the host's memory, and
@@ -965,19 +967,18 @@ extern "C" fn init_main(arg: *mut libc::c_void) -> libc::c_int {
     unsafe {
         let s = &mut *(arg as *mut Shared);
         let d = &s.init;
-        // Its own uid and gid, mapped to the host's, where the kernel lets it write the
-        // maps: a host running as root can; another user's cannot (this init shares the
-        // host's memory, which is not dumpable, so its /proc files are root's). Unmapped,
-        // the command runs as the overflow id inside its namespace — files keep their
-        // real owners and access is checked as the host's user all the same.
-        if !d.entered {
-            write_maps(&d.uid_map, &d.gid_map);
-        }
         // Entered into a prepared namespace (`enter_main`): the maps, the working
         // directory, the private mounts and the carve-outs are already there.
         let private = if d.entered {
             true
         } else {
+            // Its own uid and gid, mapped to the host's, where the kernel lets it write
+            // the maps: a host running as root can; another user's cannot (this init
+            // shares the host's memory, which is not dumpable, so its /proc files are
+            // root's). Unmapped, the command runs as the overflow id inside its
+            // namespace — files keep their real owners and access is checked as the
+            // host's user all the same.
+            write_maps(&d.uid_map, &d.gid_map);
             // The working directory first, from the guard's handle: a handle opened in
             // the host's mount namespace names a mount the new namespace does not have,
             // but the working directory is carried over when the namespace is made
