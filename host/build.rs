@@ -4,13 +4,18 @@
 use std::fmt::Write as _;
 
 fn main() {
-    let guests = cheng_guest_build::GuestBuild::new("../plugins")
+    let mut build = cheng_guest_build::GuestBuild::new("../plugins")
         .watch("../sdk/src")
         .watch("../sdk/Cargo.toml")
         .watch("../sdk/contract/src")
         .watch("../sdk/macros/src")
-        .watch("../wit")
-        .build();
+        .watch("../wit");
+    // Without the `web` feature the host links no wasi:http, so the web tools'
+    // component is neither built nor embedded.
+    if std::env::var_os("CARGO_FEATURE_WEB").is_none() {
+        build = build.exclude("cheng-plugin-web");
+    }
+    let guests = build.build();
     let mut src = String::from(
         "/// The built-in components: (family name, component bytes, SHA-256 of the bytes).\npub static BUILTINS: &[(&str, &[u8], &str)] = &[\n",
     );

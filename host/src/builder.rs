@@ -183,6 +183,7 @@ impl HostBuilder {
         let policy = self.config.policy()?;
         let web = self.web()?;
         let web_env = web_env(&web);
+        #[cfg(feature = "telemetry")]
         let extra_roots = web.rules.extra_roots.clone();
         let egress = Arc::new(crate::egress::Egress::new(web.rules, self.resolver.clone()));
         let t0 = Instant::now();
@@ -248,12 +249,22 @@ impl HostBuilder {
             Duration::from_millis(self.config.approvals.timeout_ms),
             self.external_answers,
         );
+        #[cfg(feature = "telemetry")]
         let telemetry = {
             let broker = broker.clone();
             let pending = Arc::new(move || broker.pending_count() as u64);
             crate::telemetry::Telemetry::new(&self.config.telemetry, extra_roots, observer.clone(), pending)
                 .map_err(|e| HostError::Telemetry(e.to_string()))?
         };
+        // Without the feature, an endpoint to export to is a load error naming it.
+        #[cfg(not(feature = "telemetry"))]
+        if self.config.telemetry.endpoint.is_some() {
+            load_errors.push(
+                "[telemetry] endpoint needs cheng-host's \"telemetry\" feature, which this build was made without; \
+                 nothing is exported: remove the endpoint, or build with --features telemetry"
+                    .to_string(),
+            );
+        }
         let audit_path = match self.audit_off {
             true => None,
             false => self.audit.clone().or_else(|| self.state_dir.as_deref().map(crate::records::audit_log_in)),
@@ -353,6 +364,7 @@ impl HostBuilder {
                 egress,
                 #[cfg(feature = "mcp-sources")]
                 mcp,
+                #[cfg(feature = "telemetry")]
                 telemetry,
                 fs_on_workers: self.fs_on_workers,
                 file_rules,
@@ -422,7 +434,7 @@ fn resolve_partial(path: &Path) -> PathBuf {
 /// A host built without some of its optional features (`cargo test -p cheng-host
 /// --no-default-features --lib`, run by CI): what needs a missing feature is refused,
 /// naming it, and the rest works.
-#[cfg(all(test, not(all(feature = "oci", feature = "mcp-sources"))))]
+#[cfg(all(test, not(all(feature = "oci", feature = "mcp-sources", feature = "telemetry", feature = "web"))))]
 mod without_features {
     use super::*;
 
@@ -431,7 +443,8 @@ mod without_features {
         let ws = tempfile::tempdir().unwrap();
         let config = crate::policy::Config::from_toml_str(
             "[[mcp_servers]]\nid = \"files\"\ncommand = \"node\"\nargs = [\"server.js\"]\n\
-             [[plugins]]\nid = \"remote\"\nsource = \"oci://ghcr.io/acme/tools:1.2\"\n",
+             [[plugins]]\nid = \"remote\"\nsource = \"oci://ghcr.io/acme/tools:1.2\"\n\
+             [telemetry]\nendpoint = \"http://127.0.0.1:4318\"\n",
             "test",
         )
         .unwrap();
@@ -443,6 +456,15 @@ mod without_features {
         assert!(errors.contains("MCP server \"files\"") && errors.contains("\"mcp-sources\" feature"), "{errors}");
         #[cfg(not(feature = "oci"))]
         assert!(errors.contains("plugin \"remote\"") && errors.contains("\"oci\" feature"), "{errors}");
+        #[cfg(not(feature = "telemetry"))]
+        assert!(errors.contains("[telemetry] endpoint") && errors.contains("\"telemetry\" feature"), "{errors}");
+        // Without `web`, the web tools' component is not embedded: its tools are not listed.
+        let tools: Vec<String> = host.tools().into_iter().map(|t| t.name).collect();
+        assert!(tools.iter().any(|t| t == "read_file"), "{tools:?}");
+        #[cfg(not(feature = "web"))]
+        assert!(!tools.iter().any(|t| t == "web_fetch" || t == "web_search"), "{tools:?}");
+        #[cfg(feature = "web")]
+        assert!(tools.iter().any(|t| t == "web_fetch"), "{tools:?}");
         // The rest works (control): a built-in tool.
         std::fs::write(ws.path().join("notes.txt"), "hello").unwrap();
         let r = host

@@ -25,7 +25,8 @@ pub struct Context {
     pub caller: String,
     /// The caller's trace context (W3C `traceparent`, `tracestate`), when it sent one:
     /// the call's span is its child, and what the call sends on carries it.
-    pub trace: Option<opentelemetry::trace::SpanContext>,
+    /// Always `None` without the `telemetry` feature.
+    pub trace: Option<crate::trace::TraceContext>,
     /// The workspace was given explicitly (a command-line flag, a token pinned to it,
     /// the embedder's own setting) rather than found (a client's roots, the current
     /// directory). A found workspace that is `/`, the home, or holds the home or the
@@ -78,9 +79,19 @@ impl Context {
     }
 
     /// Continue the caller's trace: `traceparent` (and `tracestate`) as W3C Trace Context
-    /// writes them. A value that does not parse is ignored (the call starts a trace).
+    /// writes them. A value that does not parse is ignored (the call starts a trace), as
+    /// is every value without the `telemetry` feature.
+    #[cfg(feature = "telemetry")]
     pub fn traceparent(mut self, traceparent: &str, tracestate: Option<&str>) -> Self {
         self.trace = crate::trace::extract(traceparent, tracestate);
+        self
+    }
+
+    /// Continue the caller's trace: without the `telemetry` feature, there is none to
+    /// continue, and the values are ignored.
+    #[cfg(not(feature = "telemetry"))]
+    pub fn traceparent(self, traceparent: &str, tracestate: Option<&str>) -> Self {
+        let _ = (traceparent, tracestate);
         self
     }
 

@@ -80,6 +80,7 @@ impl Host {
     /// collector up to `[telemetry] timeout_ms`; nothing without `[telemetry] endpoint`.
     /// (A host flushes when it is dropped too.)
     pub fn flush_telemetry(&self) {
+        #[cfg(feature = "telemetry")]
         if let Some(t) = &self.inner.telemetry {
             t.flush();
         }

@@ -94,6 +94,25 @@
 //! `cheng serve` (MCP over stdio and streamable HTTP, tokens, the operator API and
 //! console) and the `cheng` command line are the crate above this one, `cheng-serve`.
 //!
+//! # Features
+//!
+//! All on by default (and for the `cheng` binary). Without any
+//! (`default-features = false`), the host runs every built-in tool but the two web tools.
+//! A config section whose feature is off is refused at load, naming the feature.
+//!
+//! - `oci`: plugins pulled from OCI registries (`source = "oci://…"`); the `oci` module.
+//! - `mcp-sources`: tools of external MCP servers (`[[mcp_servers]]`); rmcp's client and
+//!   reqwest.
+//! - `telemetry`: calls as OpenTelemetry spans and the counters over OTLP
+//!   (`[telemetry]`), the caller's trace context continued; the `telemetry` module.
+//! - `web`: `wasi:http` for components and the `web_fetch`/`web_search` component, which
+//!   is otherwise neither built nor embedded; a plugin importing `wasi:http` is refused.
+//! - `metrics`: the counters in Prometheus' text format ([`observe::Observer`]'s
+//!   `metrics_text`).
+//!
+//! `oci`, `telemetry` and `web` share the host's own HTTP client (hyper and rustls,
+//! through the egress guard); with none of the three, neither is compiled.
+//!
 //! # Layers
 //!
 //! Each module uses only modules below it (`tests/all/layers.rs` checks every
@@ -131,6 +150,7 @@ pub mod runtime;
 mod schema;
 pub mod signature;
 pub mod sources;
+#[cfg(feature = "telemetry")]
 pub mod telemetry;
 #[doc(hidden)]
 pub mod testing;

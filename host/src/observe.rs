@@ -2,8 +2,9 @@
 //! run's status, role and calls; an event stream (calls started and finished, a run's
 //! status changed); and the counters behind `/metrics` (Prometheus text: calls by tool
 //! and status, call durations, approvals pending and answered, denials by right,
-//! components compiled, spans exported and dropped), kept as OpenTelemetry instruments
-//! too when the host exports to a collector ([`Observer::export_to`]).
+//! components compiled, spans exported and dropped; the `metrics` feature), kept as
+//! OpenTelemetry instruments too when the host exports to a collector
+//! (`Observer::export_to`, the `telemetry` feature).
 //!
 //! # Example
 //!
@@ -20,15 +21,24 @@
 //! ```
 
 use std::collections::BTreeMap;
+#[cfg(feature = "telemetry")]
+use std::sync::Arc;
+use std::sync::Mutex;
+#[cfg(feature = "metrics")]
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+#[cfg(feature = "metrics")]
 use prometheus_client::encoding::EncodeLabelSet;
+#[cfg(feature = "metrics")]
 use prometheus_client::metrics::counter::Counter;
+#[cfg(feature = "metrics")]
 use prometheus_client::metrics::family::Family;
+#[cfg(feature = "metrics")]
 use prometheus_client::metrics::gauge::Gauge;
+#[cfg(feature = "metrics")]
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+#[cfg(feature = "metrics")]
 use prometheus_client::registry::Registry;
 use serde::Serialize;
 use tokio::sync::broadcast;
@@ -106,33 +116,39 @@ pub enum Event {
     },
 }
 
+#[cfg(feature = "metrics")]
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CallLabels {
     tool: String,
     status: String,
 }
 
+#[cfg(feature = "metrics")]
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ToolLabel {
     tool: String,
 }
 
+#[cfg(feature = "metrics")]
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DecisionLabel {
     decision: String,
 }
 
+#[cfg(feature = "metrics")]
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RightLabel {
     right: String,
 }
 
+#[cfg(feature = "metrics")]
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabel {
     outcome: String,
 }
 
 /// The counters again, as OpenTelemetry instruments (exported over OTLP).
+#[cfg(feature = "telemetry")]
 struct Instruments {
     calls: opentelemetry::metrics::Counter<u64>,
     durations: opentelemetry::metrics::Histogram<f64>,
@@ -147,15 +163,9 @@ pub struct Observer {
     runs: Mutex<Runs>,
     events: broadcast::Sender<Event>,
     started: Instant,
-    registry: Registry,
-    calls: Family<CallLabels, Counter>,
-    durations: Family<ToolLabel, Histogram>,
-    answered: Family<DecisionLabel, Counter>,
-    denials: Family<RightLabel, Counter>,
-    compiled: Counter,
-    pending: Gauge<i64, std::sync::atomic::AtomicI64>,
-    spans: Family<OutcomeLabel, Counter>,
-    metric_exports: Family<OutcomeLabel, Counter>,
+    #[cfg(feature = "metrics")]
+    prom: Prometheus,
+    #[cfg(feature = "telemetry")]
     otel: std::sync::OnceLock<Instruments>,
     /// The calls finished in the last minute: (finished at, ms, failed), oldest first.
     recent: Mutex<std::collections::VecDeque<(u64, f64, bool)>>,
@@ -176,15 +186,23 @@ pub struct LastMinute {
 /// the latest ones).
 const RECENT_MAX: usize = 20_000;
 
-impl Default for Observer {
-    fn default() -> Self {
-        Self::new()
-    }
+/// The counters in Prometheus' form (the `metrics` feature).
+#[cfg(feature = "metrics")]
+struct Prometheus {
+    registry: Registry,
+    calls: Family<CallLabels, Counter>,
+    durations: Family<ToolLabel, Histogram>,
+    answered: Family<DecisionLabel, Counter>,
+    denials: Family<RightLabel, Counter>,
+    compiled: Counter,
+    pending: Gauge<i64, std::sync::atomic::AtomicI64>,
+    spans: Family<OutcomeLabel, Counter>,
+    metric_exports: Family<OutcomeLabel, Counter>,
 }
 
-impl Observer {
-    /// Nothing seen yet.
-    pub fn new() -> Observer {
+#[cfg(feature = "metrics")]
+impl Prometheus {
+    fn new() -> Prometheus {
         let mut registry = Registry::default();
         let calls = Family::<CallLabels, Counter>::default();
         let durations = Family::<ToolLabel, Histogram>::new_with_constructor(
@@ -216,20 +234,27 @@ impl Observer {
             "Exports of these counters to the collector, by outcome (ok, failed)",
             metric_exports.clone(),
         );
+        Prometheus { registry, calls, durations, answered, denials, compiled, pending, spans, metric_exports }
+    }
+}
+
+impl Default for Observer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Observer {
+    /// Nothing seen yet.
+    pub fn new() -> Observer {
         let (events, _) = broadcast::channel(1024);
         Observer {
             runs: Mutex::default(),
             events,
             started: Instant::now(),
-            registry,
-            calls,
-            durations,
-            answered,
-            denials,
-            compiled,
-            pending,
-            spans,
-            metric_exports,
+            #[cfg(feature = "metrics")]
+            prom: Prometheus::new(),
+            #[cfg(feature = "telemetry")]
             otel: std::sync::OnceLock::new(),
             recent: Mutex::default(),
         }
@@ -237,6 +262,7 @@ impl Observer {
 
     /// Keep the counters as OpenTelemetry instruments of `meter` too (once; later calls
     /// change nothing); `pending` says how many approvals wait now.
+    #[cfg(feature = "telemetry")]
     pub fn export_to(&self, meter: &opentelemetry::metrics::Meter, pending: Arc<dyn Fn() -> u64 + Send + Sync>) {
         self.otel.get_or_init(|| Instruments {
             calls: meter.u64_counter("cheng.calls").with_description("Tool calls, by tool and final status").build(),
@@ -268,13 +294,21 @@ impl Observer {
 
     /// Call spans handed to the collector (`exported`) or lost (`dropped_*`).
     pub fn telemetry_spans(&self, outcome: &str, n: u64) {
-        self.spans.get_or_create(&OutcomeLabel { outcome: outcome.to_string() }).inc_by(n);
+        #[cfg(feature = "metrics")]
+        self.prom.spans.get_or_create(&OutcomeLabel { outcome: outcome.to_string() }).inc_by(n);
+        #[cfg(not(feature = "metrics"))]
+        let _ = (outcome, n);
     }
 
     /// One export of the counters, and whether the collector took it.
     pub fn telemetry_metrics(&self, ok: bool) {
-        let outcome = if ok { "ok" } else { "failed" };
-        self.metric_exports.get_or_create(&OutcomeLabel { outcome: outcome.to_string() }).inc();
+        #[cfg(feature = "metrics")]
+        {
+            let outcome = if ok { "ok" } else { "failed" };
+            self.prom.metric_exports.get_or_create(&OutcomeLabel { outcome: outcome.to_string() }).inc();
+        }
+        #[cfg(not(feature = "metrics"))]
+        let _ = ok;
     }
 
     /// Calls finished in the last 60 s: how many, how many failed, their median time.
@@ -346,6 +380,8 @@ impl Observer {
 
     /// A call ended with `status`; `denials` are the rights the host refused during it.
     pub fn call_finished(&self, call: &str, run: &str, tool: &str, status: &str, duration_ms: f64, denials: &[&str]) {
+        #[cfg(not(any(feature = "metrics", feature = "telemetry")))]
+        let _ = denials;
         let became_idle = {
             let mut guard = self.runs_lock();
             let Runs { by_id, idle } = &mut *guard;
@@ -369,11 +405,16 @@ impl Observer {
             }
             recent.push_back((crate::unix_ms(), duration_ms, matches!(status, "error" | "denied")));
         }
-        self.calls.get_or_create(&CallLabels { tool: tool.to_string(), status: status.to_string() }).inc();
-        self.durations.get_or_create(&ToolLabel { tool: tool.to_string() }).observe(duration_ms / 1000.0);
-        for right in denials {
-            self.denials.get_or_create(&RightLabel { right: right.to_string() }).inc();
+        #[cfg(feature = "metrics")]
+        {
+            let p = &self.prom;
+            p.calls.get_or_create(&CallLabels { tool: tool.to_string(), status: status.to_string() }).inc();
+            p.durations.get_or_create(&ToolLabel { tool: tool.to_string() }).observe(duration_ms / 1000.0);
+            for right in denials {
+                p.denials.get_or_create(&RightLabel { right: right.to_string() }).inc();
+            }
         }
+        #[cfg(feature = "telemetry")]
         if let Some(m) = self.otel.get() {
             use opentelemetry::KeyValue;
             let t = KeyValue::new("tool", tool.to_string());
@@ -397,7 +438,11 @@ impl Observer {
 
     /// An approval request was answered (or timed out) with `decision`.
     pub fn approval_answered(&self, decision: &str) {
-        self.answered.get_or_create(&DecisionLabel { decision: decision.to_string() }).inc();
+        #[cfg(not(any(feature = "metrics", feature = "telemetry")))]
+        let _ = decision;
+        #[cfg(feature = "metrics")]
+        self.prom.answered.get_or_create(&DecisionLabel { decision: decision.to_string() }).inc();
+        #[cfg(feature = "telemetry")]
         if let Some(m) = self.otel.get() {
             m.answered.add(1, &[opentelemetry::KeyValue::new("decision", decision.to_string())]);
         }
@@ -405,7 +450,9 @@ impl Observer {
 
     /// A component was compiled.
     pub fn component_compiled(&self) {
-        self.compiled.inc();
+        #[cfg(feature = "metrics")]
+        self.prom.compiled.inc();
+        #[cfg(feature = "telemetry")]
         if let Some(m) = self.otel.get() {
             m.compiled.add(1, &[]);
         }
@@ -439,10 +486,11 @@ impl Observer {
     }
 
     /// The metrics in Prometheus text format; `pending` approvals are waiting now.
+    #[cfg(feature = "metrics")]
     pub fn metrics_text(&self, pending: usize) -> String {
-        self.pending.set(pending as i64);
+        self.prom.pending.set(pending as i64);
         let mut out = String::new();
-        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.prom.registry);
         out
     }
 }
@@ -508,10 +556,13 @@ mod tests {
             ["call_started", "run_status", "call_started", "call_finished", "call_finished", "run_status"]
         );
         // The counters.
-        let text = o.metrics_text(3);
-        assert!(text.contains("cheng_calls_total{tool=\"list_dir\",status=\"denied\"} 1"), "{text}");
-        assert!(text.contains("cheng_denials_total{right=\"fs-read\"} 1"), "{text}");
-        assert!(text.contains("cheng_approvals_pending 3"), "{text}");
-        assert!(text.contains("cheng_call_duration_seconds_bucket"), "{text}");
+        #[cfg(feature = "metrics")]
+        {
+            let text = o.metrics_text(3);
+            assert!(text.contains("cheng_calls_total{tool=\"list_dir\",status=\"denied\"} 1"), "{text}");
+            assert!(text.contains("cheng_denials_total{right=\"fs-read\"} 1"), "{text}");
+            assert!(text.contains("cheng_approvals_pending 3"), "{text}");
+            assert!(text.contains("cheng_call_duration_seconds_bucket"), "{text}");
+        }
     }
 }

@@ -1,13 +1,29 @@
 //! W3C Trace Context (`traceparent`, `tracestate`) read from a caller and written into
 //! what a call sends on, with OpenTelemetry's propagator; no engine, no export (that is
-//! [`crate::telemetry`]).
+//! `crate::telemetry`). Without the `telemetry` feature there is no trace context: a
+//! caller's is ignored and nothing is sent on.
 
+#[cfg(feature = "telemetry")]
 use std::collections::HashMap;
 
+#[cfg(feature = "telemetry")]
 use opentelemetry::propagation::TextMapPropagator as _;
+#[cfg(feature = "telemetry")]
 use opentelemetry::trace::{SpanContext, TraceContextExt as _};
+#[cfg(feature = "telemetry")]
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 
+/// A caller's or a call's trace context: OpenTelemetry's span context.
+#[cfg(feature = "telemetry")]
+pub type TraceContext = SpanContext;
+
+/// A caller's or a call's trace context; this host is built without the `telemetry`
+/// feature, so there is none (the type has no values).
+#[cfg(not(feature = "telemetry"))]
+#[derive(Debug, Clone)]
+pub enum TraceContext {}
+
+#[cfg(feature = "telemetry")]
 /// The remote context `traceparent` (and `tracestate`) describe, if they parse.
 pub fn extract(traceparent: &str, tracestate: Option<&str>) -> Option<SpanContext> {
     let mut carrier = HashMap::with_capacity(2);
@@ -21,6 +37,7 @@ pub fn extract(traceparent: &str, tracestate: Option<&str>) -> Option<SpanContex
 }
 
 /// `traceparent` and `tracestate` for `sc`, as they are sent on.
+#[cfg(feature = "telemetry")]
 pub fn inject(sc: &SpanContext) -> Vec<(&'static str, String)> {
     let mut carrier: HashMap<String, String> = HashMap::with_capacity(2);
     let cx = opentelemetry::Context::new().with_remote_span_context(sc.clone());
@@ -34,7 +51,7 @@ pub fn inject(sc: &SpanContext) -> Vec<(&'static str, String)> {
     out
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "telemetry"))]
 mod tests {
     use super::*;
 

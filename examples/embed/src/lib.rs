@@ -5,10 +5,14 @@
 //! The binary (`src/main.rs`) prints the outcomes; the host's tests call [`run`].
 //!
 //! It links `cheng-host` without its optional features (the workspace's dependency
-//! turns default features off; `cheng` turns them on): every built-in tool and local
-//! plugins, no OCI client, no MCP client. Add `features = ["oci"]` for plugins pulled
-//! from registries, `"mcp-sources"` for tools of external MCP servers
-//! (`[[mcp_servers]]`); a section whose feature is off is a load error naming it.
+//! turns default features off; `cheng` turns them on): every built-in tool but the two
+//! web tools, and local plugins; no OCI client, MCP client, OpenTelemetry exporter,
+//! Prometheus text or component-side HTTP. Add to its `features`: `"oci"` for plugins
+//! pulled from registries, `"mcp-sources"` for tools of external MCP servers
+//! (`[[mcp_servers]]`), `"telemetry"` for spans and counters sent to an OTLP collector
+//! (`[telemetry]`), `"web"` for `web_fetch`, `web_search` and plugins that fetch over
+//! `wasi:http`, `"metrics"` for `Observer::metrics_text`. A section whose feature is off
+//! is a load error naming it.
 
 use std::future::Future;
 use std::path::Path;

@@ -50,25 +50,32 @@ impl Guest {
 pub struct GuestBuild {
     workspace: PathBuf,
     watch: Vec<PathBuf>,
+    exclude: Vec<String>,
 }
 
 impl GuestBuild {
     /// A build of the cargo workspace in `dir` (relative to the calling crate's manifest).
     pub fn new(dir: impl AsRef<Path>) -> Self {
         let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("run from build.rs"));
-        GuestBuild { workspace: manifest_dir.join(dir), watch: Vec::new() }
+        GuestBuild { workspace: manifest_dir.join(dir), watch: Vec::new(), exclude: Vec::new() }
     }
 
     /// A build of the cargo workspace in `dir` (an absolute path), for use outside build
     /// scripts (e.g. tests that build guest programs on demand with [`GuestBuild::compile`]).
     pub fn at(dir: impl Into<PathBuf>) -> Self {
-        GuestBuild { workspace: dir.into(), watch: Vec::new() }
+        GuestBuild { workspace: dir.into(), watch: Vec::new(), exclude: Vec::new() }
     }
 
     /// Also rebuild when anything under `path` (relative to the calling crate) changes.
     pub fn watch(mut self, path: impl AsRef<Path>) -> Self {
         let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("run from build.rs"));
         self.watch.push(manifest_dir.join(path));
+        self
+    }
+
+    /// Leave the workspace member `package` out of the build (cargo's `--exclude`).
+    pub fn exclude(mut self, package: impl Into<String>) -> Self {
+        self.exclude.push(package.into());
         self
     }
 
@@ -96,6 +103,7 @@ impl GuestBuild {
         let mut cmd = Command::new(&cargo);
         cmd.current_dir(&self.workspace)
             .args(["build", "--release", "--workspace", "--locked", "--target", TARGET])
+            .args(self.exclude.iter().flat_map(|p| ["--exclude", p.as_str()]))
             .arg("--message-format=json-render-diagnostics")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());

@@ -12,6 +12,8 @@ mod scope;
 mod sink;
 
 pub(crate) use ask::{Answer, why_not};
+pub(crate) use scope::CallScope;
 pub use scope::MAX_REQUESTS_PER_CALL;
-pub(crate) use scope::{CallScope, NetRequest};
+#[cfg(feature = "web")]
+pub(crate) use scope::NetRequest;
 pub(crate) use sink::RecordSink;

@@ -28,11 +28,13 @@ pub(crate) struct CallScope {
     processes: AtomicUsize,
     requests: Mutex<Vec<Arc<NetRequest>>>,
     unasked: Mutex<Vec<UnaskedRecord>>,
+    #[cfg_attr(not(feature = "web"), allow(dead_code))]
     requests_made: AtomicUsize,
     /// Whether a `running` line (with the arguments) was handed to the log.
     running_written: AtomicBool,
     /// The trace context what the call sends on carries (its span's, or the caller's).
-    trace: Option<opentelemetry::trace::SpanContext>,
+    #[cfg_attr(not(any(feature = "web", feature = "mcp-sources")), allow(dead_code))]
+    trace: Option<crate::trace::TraceContext>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -47,7 +49,7 @@ impl CallScope {
         cx: &Context,
         tool: &str,
         input: serde_json::Value,
-        trace: Option<opentelemetry::trace::SpanContext>,
+        trace: Option<crate::trace::TraceContext>,
     ) -> CallScope {
         CallScope {
             id,
@@ -68,8 +70,15 @@ impl CallScope {
     }
 
     /// `traceparent` (and `tracestate`) for what the call sends on; empty without a trace.
+    #[cfg_attr(not(any(feature = "web", feature = "mcp-sources")), allow(dead_code))]
     pub fn trace_headers(&self) -> Vec<(&'static str, String)> {
-        self.trace.as_ref().map(crate::trace::inject).unwrap_or_default()
+        #[cfg(feature = "telemetry")]
+        return self.trace.as_ref().map(crate::trace::inject).unwrap_or_default();
+        #[cfg(not(feature = "telemetry"))]
+        match &self.trace {
+            Some(never) => match *never {},
+            None => Vec::new(),
+        }
     }
 
     /// Time since the call started.
@@ -117,6 +126,7 @@ impl CallScope {
     /// makes at most [`MAX_REQUESTS_PER_CALL`] requests, every one listed; an entry
     /// past them is not listed and says so ([`NetRequest::counted`]), and the request
     /// is to be refused.
+    #[cfg_attr(not(feature = "web"), allow(dead_code))]
     pub fn request(&self, method: &str, url: &str) -> Arc<NetRequest> {
         let n = self.requests_made.fetch_add(1, Ordering::SeqCst);
         let entry = Arc::new(NetRequest {
@@ -223,6 +233,7 @@ pub const MAX_REQUESTS_PER_CALL: usize = 128;
 
 /// One network request of a call in progress, as the egress hook updates it.
 #[derive(Debug)]
+#[cfg_attr(not(feature = "web"), allow(dead_code))]
 pub(crate) struct NetRequest {
     ordinal: usize,
     method: String,
@@ -233,6 +244,7 @@ pub(crate) struct NetRequest {
     error: Mutex<Option<String>>,
 }
 
+#[cfg_attr(not(feature = "web"), allow(dead_code))]
 impl NetRequest {
     /// Within the call's cap (listed in the record).
     pub fn counted(&self) -> bool {

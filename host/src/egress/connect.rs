@@ -8,10 +8,10 @@ use std::net::SocketAddr;
 use bytes::Bytes;
 use http::{Request, Response};
 use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
-use wasmtime_wasi_http::io::TokioIo;
 
 use super::{Egress, Proxy, Target};
 

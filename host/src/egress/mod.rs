@@ -14,6 +14,7 @@
 //! Nothing here knows about the engine: the `wasi:http` hook in
 //! `runtime::bindings::http` calls [`Egress::check`] and [`connect::send`].
 
+#[cfg(feature = "http-client")]
 pub mod connect;
 #[cfg(test)]
 mod tests;
@@ -90,10 +91,12 @@ impl Target {
     }
 }
 
-/// The guard: rules, a resolver, and the TLS configuration connections use.
+/// The guard: rules, a resolver, and the TLS configuration connections use (with the
+/// host's own HTTP client: the `web`, `oci` or `telemetry` feature).
 pub struct Egress {
     rules: Rules,
     resolver: Arc<dyn Resolve>,
+    #[cfg(feature = "http-client")]
     tls: Arc<rustls::ClientConfig>,
 }
 
@@ -103,21 +106,33 @@ impl fmt::Debug for Egress {
     }
 }
 
+/// The TLS configuration of the host's connections: the web PKI's roots and the ones
+/// `[web] ca_file` adds.
+#[cfg(feature = "http-client")]
+fn tls_config(rules: &Rules) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+    let (added, ignored) = roots.add_parsable_certificates(rules.extra_roots.iter().cloned());
+    if ignored > 0 {
+        tracing::warn!(target: "cheng::web", added, ignored, "[web] ca_file: some certificates could not be used");
+    }
+    let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default protocol versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Arc::new(tls)
+}
+
 impl Egress {
     /// A guard with `rules`, resolving through `resolver`.
     pub fn new(rules: Rules, resolver: Arc<dyn Resolve>) -> Egress {
-        let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
-        let (added, ignored) = roots.add_parsable_certificates(rules.extra_roots.iter().cloned());
-        if ignored > 0 {
-            tracing::warn!(target: "cheng::web", added, ignored, "[web] ca_file: some certificates could not be used");
+        Egress {
+            #[cfg(feature = "http-client")]
+            tls: tls_config(&rules),
+            rules,
+            resolver,
         }
-        let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .expect("ring supports the default protocol versions")
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
-        Egress { rules, resolver, tls: Arc::new(tls) }
     }
 
     /// The rules.
@@ -125,6 +140,7 @@ impl Egress {
         &self.rules
     }
 
+    #[cfg(feature = "http-client")]
     pub(crate) fn tls(&self) -> &Arc<rustls::ClientConfig> {
         &self.tls
     }

@@ -67,6 +67,7 @@ pub(crate) struct Inner {
     pub(crate) egress: Arc<crate::egress::Egress>,
     #[cfg(feature = "mcp-sources")]
     pub(crate) mcp: crate::sources::mcp::Hub,
+    #[cfg(feature = "telemetry")]
     pub(crate) telemetry: Option<crate::telemetry::Telemetry>,
     /// `HostBuilder::blocking_fs_on_workers` (benchmarks and tests only).
     pub(crate) fs_on_workers: bool,
@@ -127,8 +128,12 @@ impl Inner {
         self.spawner.run_grants.touch(&cx.run);
         // The call's span (when exported) starts now; what the call sends on carries its
         // context, or the caller's when nothing is exported.
+        #[cfg(feature = "telemetry")]
         let span = self.telemetry.as_ref().map(|t| t.start(cx, &id, tool));
+        #[cfg(feature = "telemetry")]
         let trace = span.as_ref().map(|s| s.context()).or_else(|| cx.trace.clone());
+        #[cfg(not(feature = "telemetry"))]
+        let trace = cx.trace.clone();
         let scope = Arc::new(CallScope::new(id, cx, tool, input, trace));
         let observer = &self.observer;
         observer.call_started(&scope.id, &cx.run, &cx.role, tool, &cx.workspace.display().to_string());
@@ -162,6 +167,7 @@ impl Inner {
             observer.approval_answered(a.decision.as_str());
         }
         observer.call_finished(&scope.id, &cx.run, tool, rec.status.as_str(), rec.duration_ms, &rights);
+        #[cfg(feature = "telemetry")]
         if let (Some(t), Some(span)) = (&self.telemetry, span) {
             t.end(span, &rec);
         }

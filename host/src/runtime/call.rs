@@ -125,6 +125,7 @@ fn new_store(
         table: wasmtime::component::ResourceTable::new(),
         limiter: Limiter { memory_limit: memory, hit: false },
         cheng,
+        #[cfg(feature = "web")]
         http: wasmtime_wasi_http::WasiHttpCtx::new(),
         hooks,
     };

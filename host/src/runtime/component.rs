@@ -179,9 +179,54 @@ impl LoadedComponent {
                 let (component, _) = cache.load(engine, &self.name, self.source.bytes(), &self.sha256, on_compile)?;
                 let err =
                     |e: wasmtime::Error| HostError::Component { name: self.name.clone(), reason: format!("{e:#}") };
+                #[cfg(not(feature = "web"))]
+                if let Some(http) = component.component_type().imports(engine).map(|(name, _)| name).find(|n| n.starts_with("wasi:http/")) {
+                    return Err(HostError::Component {
+                        name: self.name.clone(),
+                        reason: format!(
+                            "it imports {http}, and this host is built without the `web` feature (the component-side HTTP \
+                             client); build cheng-host with `--features web`"
+                        ),
+                    });
+                }
                 let instance_pre = linker.instantiate_pre(&component).map_err(err)?;
                 ToolPre::new(instance_pre).map_err(err)
             })
             .await
+    }
+}
+
+/// Without the `web` feature no `wasi:http` is linked: a component importing it is
+/// refused when it is prepared, naming the feature.
+#[cfg(all(test, not(feature = "web")))]
+mod without_web {
+    use super::*;
+    use crate::runtime::engine::EngineHandle;
+
+    #[tokio::test]
+    async fn a_component_importing_wasi_http_is_refused_naming_the_feature() {
+        let engine = EngineHandle::new().unwrap();
+        let mut linker = Linker::<StoreState>::new(engine.engine());
+        crate::runtime::bindings::add_to_linker(&mut linker).unwrap();
+        let cache = ComponentCache::new(None);
+        let load = |text: &str| {
+            let bytes = wat::parse_str(text).unwrap();
+            LoadedComponent::load(
+                "net",
+                Source::Owned(Arc::new(bytes)),
+                None,
+                engine.engine(),
+                &linker,
+                &cache,
+                &|_| {},
+            )
+        };
+        let e = load(r#"(component (import "wasi:http/outgoing-handler@0.2.6" (instance)))"#).await.err().unwrap();
+        let e = e.to_string();
+        assert!(e.contains("wasi:http/outgoing-handler@0.2.6") && e.contains("`web` feature"), "{e}");
+        // Control: a component without that import gets past the check (and fails later,
+        // for exporting no tools).
+        let e = load("(component)").await.err().unwrap().to_string();
+        assert!(!e.contains("`web` feature"), "{e}");
     }
 }

@@ -92,10 +92,13 @@ pub struct StoreState {
     pub(crate) table: ResourceTable,
     pub(crate) limiter: Limiter,
     pub(crate) cheng: ChengCtx,
+    #[cfg(feature = "web")]
     pub(crate) http: wasmtime_wasi_http::WasiHttpCtx,
+    #[cfg_attr(not(feature = "web"), allow(dead_code))]
     pub(crate) hooks: HttpHooks,
 }
 
+#[cfg(feature = "web")]
 impl wasmtime_wasi_http::WasiHttpView for StoreState {
     fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
         wasmtime_wasi_http::WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.hooks }

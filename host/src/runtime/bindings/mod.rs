@@ -199,11 +199,24 @@ impl types::Host for ChengView<'_> {
     }
 }
 
-/// Add the `tool` world's imports and WASI to `linker`.
-pub fn add_to_linker<T: ChengHostView + wasmtime_wasi::WasiView + wasmtime_wasi_http::WasiHttpView + 'static>(
-    linker: &mut Linker<T>,
-) -> wasmtime::Result<()> {
+/// What a store's state gives the linked imports: Cheng's own and WASI's, and with the
+/// `web` feature `wasi:http`'s.
+#[cfg(feature = "web")]
+pub trait LinkedView: ChengHostView + wasmtime_wasi::WasiView + wasmtime_wasi_http::WasiHttpView {}
+#[cfg(feature = "web")]
+impl<T: ChengHostView + wasmtime_wasi::WasiView + wasmtime_wasi_http::WasiHttpView> LinkedView for T {}
+/// What a store's state gives the linked imports: Cheng's own and WASI's, and with the
+/// `web` feature `wasi:http`'s.
+#[cfg(not(feature = "web"))]
+pub trait LinkedView: ChengHostView + wasmtime_wasi::WasiView {}
+#[cfg(not(feature = "web"))]
+impl<T: ChengHostView + wasmtime_wasi::WasiView> LinkedView for T {}
+
+/// Add the `tool` world's imports and WASI to `linker` (and `wasi:http` with the `web`
+/// feature; without it, a component importing `wasi:http` does not link).
+pub fn add_to_linker<T: LinkedView + 'static>(linker: &mut Linker<T>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    #[cfg(feature = "web")]
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
     Tool::add_to_linker::<T, HasCheng>(linker, |t| t.cheng())?;
     Ok(())
