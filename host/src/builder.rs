@@ -265,6 +265,26 @@ impl HostBuilder {
                     .to_string(),
             );
         }
+        // Without `web`, settings only the web tools read are a load error naming it.
+        #[cfg(not(feature = "web"))]
+        {
+            let search = &self.config.web.search;
+            let mut named: Vec<String> = ["web_fetch", "web_search"]
+                .into_iter()
+                .filter(|t| self.config.tools.contains_key(*t))
+                .map(|t| format!("[tools.{t}]"))
+                .collect();
+            if search.url.is_some() || search.api_key_env.is_some() || search.provider != Default::default() {
+                named.push("[web.search]".to_string());
+            }
+            if !named.is_empty() {
+                load_errors.push(format!(
+                    "{} set the web tools, which need cheng-host's \"web\" feature, which this build was made \
+                     without; they are not offered: remove the section, or build with --features web",
+                    named.join(" and ")
+                ));
+            }
+        }
         let audit_path = match self.audit_off {
             true => None,
             false => self.audit.clone().or_else(|| self.state_dir.as_deref().map(crate::records::audit_log_in)),
@@ -444,7 +464,8 @@ mod without_features {
         let config = crate::policy::Config::from_toml_str(
             "[[mcp_servers]]\nid = \"files\"\ncommand = \"node\"\nargs = [\"server.js\"]\n\
              [[plugins]]\nid = \"remote\"\nsource = \"oci://ghcr.io/acme/tools:1.2\"\n\
-             [telemetry]\nendpoint = \"http://127.0.0.1:4318\"\n",
+             [telemetry]\nendpoint = \"http://127.0.0.1:4318\"\n\
+             [tools.web_fetch]\nmemory_mb = 64\n",
             "test",
         )
         .unwrap();
@@ -463,6 +484,13 @@ mod without_features {
         assert!(tools.iter().any(|t| t == "read_file"), "{tools:?}");
         #[cfg(not(feature = "web"))]
         assert!(!tools.iter().any(|t| t == "web_fetch" || t == "web_search"), "{tools:?}");
+        #[cfg(not(feature = "web"))]
+        {
+            assert!(errors.contains("[tools.web_fetch]") && errors.contains("\"web\" feature"), "{errors}");
+            // A call to one is told why it is not there.
+            let r = host.call(&crate::Context::new(ws.path()).given(true), "web_fetch", serde_json::json!({})).await;
+            assert!(r.output["error"].as_str().is_some_and(|e| e.contains("\"web\" feature")), "{}", r.output);
+        }
         #[cfg(feature = "web")]
         assert!(tools.iter().any(|t| t == "web_fetch"), "{tools:?}");
         // The rest works (control): a built-in tool.

@@ -1,7 +1,7 @@
 //! The built-in tool components, compiled from `plugins/` by the build script and
 //! embedded in the binary, and their descriptions.
 //!
-//! A host lists its tools before compiling anything: compiling the eleven built-ins
+//! A host lists its tools before compiling anything: compiling the built-ins
 //! takes tens of seconds on a small machine, longer than some MCP clients wait for
 //! `initialize`. So what each built-in's `describe` answers is recorded beside the
 //! source, in `builtin-tools.json`, and embedded too; a component is compiled when it is

@@ -16,6 +16,7 @@
 //! assert_eq!(o.runs()[0].active, 1);
 //! o.call_finished("c1", "run-1", "read_file", "ok", 1.5, &[]);
 //! assert_eq!(o.runs()[0].calls, 1);
+//! # #[cfg(feature = "metrics")]
 //! assert!(o.metrics_text(0).contains("cheng_calls_total{tool=\"read_file\",status=\"ok\"} 1"));
 //! assert_eq!(o.last_minute().calls, 1);
 //! ```

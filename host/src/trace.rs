@@ -23,8 +23,8 @@ pub type TraceContext = SpanContext;
 #[derive(Debug, Clone)]
 pub enum TraceContext {}
 
-#[cfg(feature = "telemetry")]
 /// The remote context `traceparent` (and `tracestate`) describe, if they parse.
+#[cfg(feature = "telemetry")]
 pub fn extract(traceparent: &str, tracestate: Option<&str>) -> Option<SpanContext> {
     let mut carrier = HashMap::with_capacity(2);
     carrier.insert("traceparent".to_string(), traceparent.to_string());

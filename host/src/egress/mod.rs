@@ -7,12 +7,14 @@
 //! operator's `[web]` lists and the component's own grant, resolved **once** by the
 //! host ([`Resolve`]), and refused if any address it resolves to is loopback, private,
 //! link-local, CGNAT, metadata or otherwise special ([`address::classify`]) unless
-//! `[web] allow_private` opens it. [`connect`] then connects to one of exactly those
+//! `[web] allow_private` opens it. `connect` then connects to one of exactly those
 //! addresses — the name goes into the `Host` header and the TLS server name, never back
 //! to a resolver — so a second DNS answer cannot move the request (no rebinding).
 //!
 //! Nothing here knows about the engine: the `wasi:http` hook in
-//! `runtime::bindings::http` calls [`Egress::check`] and [`connect::send`].
+//! `runtime::bindings::http::outgoing` (the `web` feature) calls [`Egress::check`] and
+//! `connect::send`. The `connect` module is compiled with the host's own HTTP client,
+//! which the `oci`, `telemetry` and `web` features bring.
 
 #[cfg(feature = "http-client")]
 pub mod connect;

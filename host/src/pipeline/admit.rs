@@ -19,6 +19,18 @@ pub const MAX_INPUT_BYTES: usize = 32 << 20;
 /// Stage 1: The registry: does the tool exist at all?
 pub(super) fn entry(inner: &Inner, scope: &CallScope) -> Result<Arc<Entry>, ToolResult> {
     inner.registry.get(&scope.tool).cloned().ok_or_else(|| {
+        #[cfg(not(feature = "web"))]
+        if matches!(scope.tool.as_str(), "web_fetch" | "web_search") {
+            return scope.fail(
+                Status::Error,
+                ErrorKind::InvalidArgument,
+                format!(
+                    "unknown tool \"{}\": this host is built without cheng-host's \"web\" feature, which brings \
+                     the web tools",
+                    scope.tool
+                ),
+            );
+        }
         scope.fail(Status::Error, ErrorKind::InvalidArgument, format!("unknown tool \"{}\"", scope.tool))
     })
 }

@@ -180,7 +180,9 @@ impl LoadedComponent {
                 let err =
                     |e: wasmtime::Error| HostError::Component { name: self.name.clone(), reason: format!("{e:#}") };
                 #[cfg(not(feature = "web"))]
-                if let Some(http) = component.component_type().imports(engine).map(|(name, _)| name).find(|n| n.starts_with("wasi:http/")) {
+                if let Some(http) =
+                    component.component_type().imports(engine).map(|(name, _)| name).find(|n| n.starts_with("wasi:http/"))
+                {
                     return Err(HostError::Component {
                         name: self.name.clone(),
                         reason: format!(
