@@ -8,7 +8,8 @@
 //! - [`approver`]: approvals answered through the client, as elicitations;
 //! - `api`: the operator API and the console page (see `docs/api.md`);
 //! - [`socket`]: `cheng approvals` / `approve` / `decline` on a Unix socket;
-//! - [`workspace`]: which directory a session works in (given, pinned, or from roots).
+//! - [`workspace`]: which directory a session works in (given, pinned, or from roots);
+//! - [`tty`]: approvals answered on the terminal, for the command line.
 //!
 //! # Example
 //!
@@ -39,6 +40,7 @@ pub mod mcp;
 mod peer;
 pub mod socket;
 pub mod tokens;
+pub mod tty;
 pub mod workspace;
 
 use std::net::SocketAddr;

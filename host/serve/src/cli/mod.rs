@@ -1,8 +1,8 @@
 //! The `cheng` command line, one file per group of commands: [`args`] (what clap
 //! parses), [`offline`] (commands that need no host: records, plugins — with
 //! [`plugin`] for OCI pulls —, approvals over the socket, tokens, settings), [`start`]
-//! (setting a host up for a command), [`call`] (`tools` and `call`), [`serve`] and [`mcp`]; [`tty`] answers
-//! approvals on the terminal and [`settings`] holds what `cheng settings` saves.
+//! (setting a host up for a command), [`call`] (`tools` and `call`), [`serve`] and [`mcp`]; [`tty`] (in the library, where its
+//! unit test runs) answers approvals on the terminal and [`settings`] holds what `cheng settings` saves.
 //! The helpers every command shares are here.
 
 pub mod args;
@@ -13,7 +13,7 @@ pub mod plugin;
 pub mod serve;
 pub mod settings;
 pub mod start;
-pub mod tty;
+pub use cheng_serve::tty;
 
 use std::io::Write;
 use std::path::PathBuf;
