@@ -1,7 +1,5 @@
-//! The host's error vocabulary: the stable `LOCAL_EXECUTOR_*` kinds callers see, and
-//! the typed errors of the host library.
-
-pub use cheng_contract::ErrorKind;
+//! The host library's typed errors. The stable `LOCAL_EXECUTOR_*` kinds callers see
+//! are [`crate::ErrorKind`], from the contract crate.
 
 /// Errors from building or configuring a [`crate::Host`], or loading a component.
 #[derive(Debug, thiserror::Error)]
@@ -54,7 +52,7 @@ pub enum HostError {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::ErrorKind;
 
     #[test]
     fn kinds_serialize_without_the_prefix() {

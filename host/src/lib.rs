@@ -125,16 +125,10 @@
 //! [`Host`] → [`HostBuilder`]; the `cheng-serve` crate sits on top.
 #![deny(missing_docs)]
 
-pub mod approvals;
-pub mod atomic;
 mod builder;
 pub mod builtin;
-pub mod call;
-pub mod capability;
-mod context;
 pub mod egress;
 mod error;
-pub mod guard;
 mod host;
 mod inspect;
 pub mod observe;
@@ -143,32 +137,30 @@ pub mod oci;
 pub mod pipeline;
 mod plugins;
 mod process;
-pub mod records;
 pub mod registry;
-pub mod runstate;
 pub mod runtime;
 mod schema;
 pub mod signature;
 pub mod sources;
 #[cfg(feature = "telemetry")]
 pub mod telemetry;
-#[doc(hidden)]
-pub mod testing;
-pub mod trace;
 
 pub use builder::HostBuilder;
 pub use cheng_contract::{FsAccess, Needs};
-pub use cheng_policy as policy;
-pub use cheng_policy::grant;
-pub use context::{Context, ToolResult, new_id, unix_ms};
-pub use error::{ErrorKind, HostError};
+#[doc(hidden)]
+pub use cheng_core::testing;
+pub use cheng_core::{
+    Context, ErrorKind, ToolResult, approvals, atomic, call, capability, grant, guard, new_id, policy, records,
+    runstate, trace, unix_ms,
+};
+pub use error::HostError;
 pub use host::{Host, ToolInfo};
 pub use inspect::{Inspection, inspect};
 pub use plugins::{PluginError, PluginSpec, signature_path as plugin_signature_path};
 pub use policy::valid_plugin_id;
 pub use process::contain::{Stat as ProcessStat, stat as process_stat};
 pub use process::learned;
-pub use records::{CallRecord, Status};
+pub use cheng_core::{CallRecord, Status};
 pub use runtime::component::ToolSpec;
 
 /// How this machine confines the commands a host runs.

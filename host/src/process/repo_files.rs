@@ -135,6 +135,7 @@ fn guard_problem(e: &ReadError) -> (ErrorKind, String) {
         }
         ReadError::Guard(g) => (g.kind(), format!("cannot be read ({g})")),
         ReadError::Io(m) => (ErrorKind::Io, format!("cannot be read ({m})")),
+        other => (other.kind(), format!("cannot be read ({other})")),
     }
 }
 

@@ -12,7 +12,7 @@ use super::bindings::http::HttpHooks;
 use super::bindings::{CallCaps, ChengCtx, ToolPre, types};
 use super::store::{CapturedOutput, CpuBudget, Limiter, StoreState};
 use crate::call::say;
-use crate::error::ErrorKind;
+use crate::ErrorKind;
 use crate::grant::Mount;
 use crate::guard::Guard;
 

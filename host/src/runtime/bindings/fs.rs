@@ -21,7 +21,7 @@ use super::{ChengView, ImportError, denied, failure as fail, refused};
 use crate::approvals::{Offer, Scope};
 use crate::call::{Answer, say, why_not};
 use crate::capability::{self, Refused};
-use crate::guard::{Guard, GuardError, ReadError, WriteError};
+use crate::guard::{Guard, ReadError, WriteError};
 use crate::policy::files::{Access, Verdict};
 use crate::policy::process::RuleDecision;
 
@@ -224,26 +224,12 @@ async fn off_worker<R: Send + 'static>(
 }
 
 fn failure(e: WriteError) -> Failure {
-    let kind = match &e {
-        WriteError::Guard(g) => match g {
-            GuardError::NotFound { .. } => ErrorKind::NotFound,
-            GuardError::Io { .. } => ErrorKind::Io,
-            _ => ErrorKind::PathRefused,
-        },
-        WriteError::Exists(_) | WriteError::Invalid(_) => ErrorKind::InvalidArgument,
-        WriteError::Io(_) => ErrorKind::Io,
-    };
+    let kind: ErrorKind = e.kind().into();
     Failure { kind, message: e.to_string(), terminal: kind != ErrorKind::Io }
 }
 
 fn read_failure(e: ReadError) -> Failure {
-    let kind = match &e {
-        ReadError::Guard(GuardError::NotFound { .. }) => ErrorKind::NotFound,
-        ReadError::Guard(GuardError::Io { .. }) | ReadError::Io(_) => ErrorKind::Io,
-        ReadError::Guard(_) => ErrorKind::PathRefused,
-        ReadError::IsDir(_) | ReadError::NotRegular(..) => ErrorKind::InvalidArgument,
-        ReadError::TooLarge { .. } => ErrorKind::TooLarge,
-    };
+    let kind: ErrorKind = e.kind().into();
     Failure { kind, message: e.to_string(), terminal: kind != ErrorKind::Io }
 }
 

@@ -62,6 +62,17 @@ pub enum WriteError {
     Io(String),
 }
 
+impl WriteError {
+    /// The stable error kind a tool's caller sees.
+    pub fn kind(&self) -> crate::ErrorKind {
+        match self {
+            WriteError::Guard(g) => g.kind(),
+            WriteError::Exists(_) | WriteError::Invalid(_) => crate::ErrorKind::InvalidArgument,
+            WriteError::Io(_) => crate::ErrorKind::Io,
+        }
+    }
+}
+
 fn io(what: &str, path: &str, e: Errno) -> WriteError {
     WriteError::Io(format!("cannot {what} \"{path}\": {}", std::io::Error::from(e)))
 }

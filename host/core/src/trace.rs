@@ -1,6 +1,6 @@
 //! W3C Trace Context (`traceparent`, `tracestate`) read from a caller and written into
 //! what a call sends on, with OpenTelemetry's propagator; no engine, no export (that is
-//! `crate::telemetry`). Without the `telemetry` feature there is no trace context: a
+//! `cheng_host::telemetry`). Without the `telemetry` feature there is no trace context: a
 //! caller's is ignored and nothing is sent on.
 
 #[cfg(feature = "telemetry")]

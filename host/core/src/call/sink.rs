@@ -14,8 +14,10 @@ use crate::ToolResult;
 
 /// The host's record sink.
 #[derive(Clone)]
-pub(crate) struct RecordSink {
+pub struct RecordSink {
+    /// The audit log, if the host keeps one.
     pub log: Option<AuditLog>,
+    /// What a record that cannot be written does to its call.
     pub on_failure: OnRecordFailure,
 }
 

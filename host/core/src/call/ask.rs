@@ -11,7 +11,7 @@ use super::CallScope;
 
 /// How an approval ended, for the caller to turn into its own result.
 #[derive(Debug)]
-pub(crate) enum Answer {
+pub enum Answer {
     /// Yes. `asked` is false when the broker approved without asking anyone.
     Go {
         /// Whether a person saw the card.
@@ -35,7 +35,7 @@ pub(crate) enum Answer {
 
 /// Why an answer that is not yes was not yes, as a clause for the model's sentence
 /// (empty for a plain no).
-pub(crate) fn why_not(decision: Decision) -> &'static str {
+pub fn why_not(decision: Decision) -> &'static str {
     match decision {
         Decision::TimedOut => " (nobody answered in time)",
         Decision::NoApprover => " (nobody could be asked)",

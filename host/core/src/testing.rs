@@ -16,7 +16,7 @@ pub fn on_write_step(hook: fn(&str)) {
 }
 
 /// A write reached `step`.
-pub(crate) fn write_step(step: &str) {
+pub fn write_step(step: &str) {
     if let Some(hook) = HOOK.get() {
         hook(step);
     }

@@ -11,9 +11,6 @@ pub mod say;
 mod scope;
 mod sink;
 
-pub(crate) use ask::{Answer, why_not};
-pub(crate) use scope::CallScope;
-pub use scope::MAX_REQUESTS_PER_CALL;
-#[cfg(feature = "web")]
-pub(crate) use scope::NetRequest;
-pub(crate) use sink::RecordSink;
+pub use ask::{Answer, why_not};
+pub use scope::{CallScope, MAX_REQUESTS_PER_CALL, NetRequest};
+pub use sink::RecordSink;

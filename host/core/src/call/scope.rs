@@ -12,7 +12,7 @@ use crate::records::{self, CallRecord, RequestRecord, Status, UnaskedRecord};
 use crate::{Context, ErrorKind, ToolResult};
 
 /// One call in progress.
-pub(crate) struct CallScope {
+pub struct CallScope {
     /// The call's id (as in its record).
     pub id: String,
     /// The tool, as called.
@@ -28,12 +28,10 @@ pub(crate) struct CallScope {
     processes: AtomicUsize,
     requests: Mutex<Vec<Arc<NetRequest>>>,
     unasked: Mutex<Vec<UnaskedRecord>>,
-    #[cfg_attr(not(feature = "web"), allow(dead_code))]
     requests_made: AtomicUsize,
     /// Whether a `running` line (with the arguments) was handed to the log.
     running_written: AtomicBool,
     /// The trace context what the call sends on carries (its span's, or the caller's).
-    #[cfg_attr(not(any(feature = "web", feature = "mcp-sources")), allow(dead_code))]
     trace: Option<crate::trace::TraceContext>,
 }
 
@@ -70,7 +68,6 @@ impl CallScope {
     }
 
     /// `traceparent` (and `tracestate`) for what the call sends on; empty without a trace.
-    #[cfg_attr(not(any(feature = "web", feature = "mcp-sources")), allow(dead_code))]
     pub fn trace_headers(&self) -> Vec<(&'static str, String)> {
         #[cfg(feature = "telemetry")]
         return self.trace.as_ref().map(crate::trace::inject).unwrap_or_default();
@@ -126,7 +123,6 @@ impl CallScope {
     /// makes at most [`MAX_REQUESTS_PER_CALL`] requests, every one listed; an entry
     /// past them is not listed and says so ([`NetRequest::counted`]), and the request
     /// is to be refused.
-    #[cfg_attr(not(feature = "web"), allow(dead_code))]
     pub fn request(&self, method: &str, url: &str) -> Arc<NetRequest> {
         let n = self.requests_made.fetch_add(1, Ordering::SeqCst);
         let entry = Arc::new(NetRequest {
@@ -233,8 +229,7 @@ pub const MAX_REQUESTS_PER_CALL: usize = 128;
 
 /// One network request of a call in progress, as the egress hook updates it.
 #[derive(Debug)]
-#[cfg_attr(not(feature = "web"), allow(dead_code))]
-pub(crate) struct NetRequest {
+pub struct NetRequest {
     ordinal: usize,
     method: String,
     url: String,
@@ -244,7 +239,6 @@ pub(crate) struct NetRequest {
     error: Mutex<Option<String>>,
 }
 
-#[cfg_attr(not(feature = "web"), allow(dead_code))]
 impl NetRequest {
     /// Within the call's cap (listed in the record).
     pub fn counted(&self) -> bool {

@@ -66,8 +66,8 @@ pub use verify::{Break, HeadSeen, Problem, Verification, verify, verify_expectin
 
 pub use crate::context::Status;
 
-/// The audit log's file in a host's state directory (what [`crate::HostBuilder`] writes
-/// when given a state directory and no other log).
+/// The audit log's file in a host's state directory (what `cheng_host::HostBuilder`
+/// writes when given a state directory and no other log).
 pub fn audit_log_in(state_dir: &Path) -> PathBuf {
     state_dir.join("audit.jsonl")
 }

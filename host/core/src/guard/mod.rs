@@ -111,6 +111,18 @@ pub enum ReadError {
     Io(String),
 }
 
+impl ReadError {
+    /// The stable error kind a tool's caller sees.
+    pub fn kind(&self) -> crate::ErrorKind {
+        match self {
+            ReadError::Guard(g) => g.kind(),
+            ReadError::IsDir(_) | ReadError::NotRegular(..) => crate::ErrorKind::InvalidArgument,
+            ReadError::TooLarge { .. } => crate::ErrorKind::TooLarge,
+            ReadError::Io(_) => crate::ErrorKind::Io,
+        }
+    }
+}
+
 /// A workspace root and a handle on it.
 #[derive(Debug)]
 pub struct Guard {
