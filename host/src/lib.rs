@@ -115,14 +115,17 @@
 //!
 //! # Layers
 //!
-//! Each module uses only modules below it (`tests/all/layers.rs` checks every
-//! `crate::` path), above the [`policy`] crate (cheng-policy, with [`grant`] and the
-//! network rules), whose direction cargo enforces: the leaves ([`atomic`], [`egress`],
-//! [`schema`], [`signature`], [`trace`]) → errors, [`oci`] → [`Context`] → [`approvals`],
-//! [`capability`], [`guard`], [`runstate`] → [`records`], processes → [`call`] →
-//! [`runtime`] → [`builtin`],
-//! [`sources`] → [`registry`], [`observe`] → [`telemetry`] → plugins, [`pipeline`] → [`inspect()`],
-//! [`Host`] → [`HostBuilder`]; the `cheng-serve` crate sits on top.
+//! Crates keep the lower layers, so cargo refuses an import against them: the contract
+//! (cheng-contract) → the operator policy ([`policy`], cheng-policy, with [`grant`] and the
+//! network rules) → the call core (cheng-core: [`Context`], [`call`], [`capability`],
+//! [`guard`], [`approvals`], [`records`], [`runstate`], [`atomic`], [`trace`], re-exported
+//! here under their own names) → this crate → `cheng-serve`. Inside this crate each module
+//! uses only modules below it (`tests/all/layers.rs` checks every `crate::` path): the
+//! leaves ([`egress`], [`schema`], [`signature`]) → errors, [`oci`] → processes →
+//! [`runtime`] → [`builtin`], [`sources`] → [`registry`], [`observe`] → [`telemetry`] →
+//! plugins, [`pipeline`] → [`inspect()`], [`Host`] → [`HostBuilder`]. Processes stay a
+//! private module here, not a crate: a crate's spawning functions would be public, a way
+//! to start a process around the policy and approvals the host applies first.
 #![deny(missing_docs)]
 
 mod builder;
@@ -149,6 +152,7 @@ pub use builder::HostBuilder;
 pub use cheng_contract::{FsAccess, Needs};
 #[doc(hidden)]
 pub use cheng_core::testing;
+pub use cheng_core::{CallRecord, Status};
 pub use cheng_core::{
     Context, ErrorKind, ToolResult, approvals, atomic, call, capability, grant, guard, new_id, policy, records,
     runstate, trace, unix_ms,
@@ -160,7 +164,6 @@ pub use plugins::{PluginError, PluginSpec, signature_path as plugin_signature_pa
 pub use policy::valid_plugin_id;
 pub use process::contain::{Stat as ProcessStat, stat as process_stat};
 pub use process::learned;
-pub use cheng_core::{CallRecord, Status};
 pub use runtime::component::ToolSpec;
 
 /// How this machine confines the commands a host runs.

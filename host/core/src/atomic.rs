@@ -8,7 +8,7 @@
 //!
 //! ```
 //! let dir = std::env::temp_dir().join(format!("atomic-doc-{}", std::process::id()));
-//! cheng_host::atomic::write_atomic(&dir.join("settings.json"), b"{}").unwrap();
+//! cheng_core::atomic::write_atomic(&dir.join("settings.json"), b"{}").unwrap();
 //! assert_eq!(std::fs::read(dir.join("settings.json")).unwrap(), b"{}");
 //! # std::fs::remove_dir_all(&dir).unwrap();
 //! ```

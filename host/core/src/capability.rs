@@ -10,8 +10,8 @@
 //! # Example
 //!
 //! ```
-//! use cheng_host::capability::{self, Right};
-//! use cheng_host::grant::Mount;
+//! use cheng_core::capability::{self, Right};
+//! use cheng_core::grant::Mount;
 //!
 //! let mounts = [Mount { rel: "docs".into(), write: false }];
 //! // Reading inside the granted folder is fine; writing there is not.

@@ -11,8 +11,8 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 use super::bindings::http::HttpHooks;
 use super::bindings::{CallCaps, ChengCtx, ToolPre, types};
 use super::store::{CapturedOutput, CpuBudget, Limiter, StoreState};
-use crate::call::say;
 use crate::ErrorKind;
+use crate::call::say;
 use crate::grant::Mount;
 use crate::guard::Guard;
 

@@ -21,7 +21,7 @@
 //! # Example
 //!
 //! ```
-//! use cheng_host::approvals::{Approver, ApprovalRequest, Decision};
+//! use cheng_core::approvals::{Approver, ApprovalRequest, Decision};
 //!
 //! struct YesToLs;
 //! impl Approver for YesToLs {

@@ -15,7 +15,7 @@
 //! # Example
 //!
 //! ```
-//! use cheng_host::guard::Guard;
+//! use cheng_core::guard::Guard;
 //!
 //! let dir = std::env::temp_dir().join(format!("guard-doc-{}", std::process::id()));
 //! std::fs::create_dir_all(dir.join("src")).unwrap();

@@ -36,7 +36,7 @@
 //! # Example
 //!
 //! ```
-//! use cheng_host::records::{AuditLog, Filter};
+//! use cheng_core::records::{AuditLog, Filter};
 //!
 //! let dir = std::env::temp_dir().join(format!("audit-doc-{}", std::process::id()));
 //! let log = AuditLog::open(&dir.join("audit.jsonl"), std::time::Duration::from_millis(100)).unwrap();
