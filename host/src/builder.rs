@@ -269,9 +269,9 @@ impl HostBuilder {
         #[cfg(not(feature = "web"))]
         {
             let search = &self.config.web.search;
-            let mut named: Vec<String> = ["web_fetch", "web_search"]
-                .into_iter()
-                .filter(|t| self.config.tools.contains_key(*t))
+            let mut named: Vec<String> = crate::policy::WEB_TOOLS
+                .iter()
+                .filter(|t| self.config.tools.contains_key(**t))
                 .map(|t| format!("[tools.{t}]"))
                 .collect();
             if search.url.is_some() || search.api_key_env.is_some() || search.provider != Default::default() {

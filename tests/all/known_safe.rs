@@ -257,10 +257,17 @@ fn an_ls_found_elsewhere_on_the_path_qualifies_only_when_it_is_ls_where_commands
     let fine = lab.path().join("fine");
     std::fs::create_dir_all(&fine).unwrap();
     std::fs::copy(&real_ls, fine.join("ls")).unwrap();
+    // The host's temporary directory is a place commands write; a checkout under /tmp
+    // puts the control there too, so the host gets a temporary directory of its own
+    // beside the control instead of above it.
+    let tmp = lab.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    assert!(!fine.starts_with(std::fs::canonicalize(&tmp).unwrap()));
     let call = |dir: &Path| {
         let out = util::cheng_in(ws.path(), state.path())
             .args(["call", "--approve", "deny", "workspace_shell", r#"{"command":"ls","args":["x"]}"#])
             .env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin", dir.display()))
+            .env("TMPDIR", &tmp)
             .output()
             .unwrap();
         (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())

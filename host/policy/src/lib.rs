@@ -81,6 +81,8 @@ pub const DEVELOPER_EXTRA: &[&str] = &[
     "web_fetch",
     "web_search",
 ];
+/// The tools of the built-in web component (what cheng-host's `web` feature brings).
+pub const WEB_TOOLS: &[&str] = &["web_fetch", "web_search"];
 /// The role used when neither the CLI nor the config names one.
 pub const DEFAULT_ROLE: &str = "developer";
 /// Default memory limit per call, in MiB.

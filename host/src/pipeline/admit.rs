@@ -20,7 +20,7 @@ pub const MAX_INPUT_BYTES: usize = 32 << 20;
 pub(super) fn entry(inner: &Inner, scope: &CallScope) -> Result<Arc<Entry>, ToolResult> {
     inner.registry.get(&scope.tool).cloned().ok_or_else(|| {
         #[cfg(not(feature = "web"))]
-        if matches!(scope.tool.as_str(), "web_fetch" | "web_search") {
+        if crate::policy::WEB_TOOLS.contains(&scope.tool.as_str()) {
             return scope.fail(
                 Status::Error,
                 ErrorKind::InvalidArgument,
