@@ -152,10 +152,9 @@ pub use builder::HostBuilder;
 pub use cheng_contract::{FsAccess, Needs};
 #[doc(hidden)]
 pub use cheng_core::testing;
-pub use cheng_core::{CallRecord, Status};
 pub use cheng_core::{
-    Context, ErrorKind, ToolResult, approvals, atomic, call, capability, grant, guard, new_id, policy, records,
-    runstate, trace, unix_ms,
+    CallRecord, Context, ErrorKind, Status, ToolResult, approvals, atomic, call, capability, grant, guard, new_id,
+    policy, records, runstate, trace, unix_ms,
 };
 pub use error::HostError;
 pub use host::{Host, ToolInfo};
